@@ -1,0 +1,141 @@
+// Argument checks shared by every kernforge op. Each failure names the op, the
+// offending argument with its shape, dtype and device, and fires before any
+// kernel runs. kernforge_core/_checks.py mirrors these messages for the fake
+// (meta) kernels; tests/core/test_errors.py keeps the two in step.
+#pragma once
+
+#include <torch/csrc/stable/tensor.h>
+
+#include <initializer_list>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace kernforge {
+
+using torch::headeronly::ScalarType;
+using torch::stable::Tensor;
+
+// Which dtypes an op accepts; dispatch.h instantiates kernels for the same set.
+enum class Dtypes { Floating, FloatingAndInt };
+
+inline const char* dtype_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Float: return "float32";
+    case ScalarType::Double: return "float64";
+    case ScalarType::Half: return "float16";
+    case ScalarType::BFloat16: return "bfloat16";
+    case ScalarType::Int: return "int32";
+    case ScalarType::Long: return "int64";
+    case ScalarType::Short: return "int16";
+    case ScalarType::Char: return "int8";
+    case ScalarType::Byte: return "uint8";
+    case ScalarType::Bool: return "bool";
+    case ScalarType::ComplexFloat: return "complex64";
+    case ScalarType::ComplexDouble: return "complex128";
+    default: return "unknown";
+  }
+}
+
+inline bool dtype_allowed(ScalarType t, Dtypes allowed) {
+  switch (t) {
+    case ScalarType::Float:
+    case ScalarType::Double:
+    case ScalarType::Half:
+    case ScalarType::BFloat16: return true;
+    case ScalarType::Int:
+    case ScalarType::Long: return allowed == Dtypes::FloatingAndInt;
+    default: return false;
+  }
+}
+
+inline const char* dtypes_text(Dtypes allowed) {
+  return allowed == Dtypes::Floating ? "float16, bfloat16, float32 or float64"
+                                     : "float16, bfloat16, float32, float64, int32 or int64";
+}
+
+inline std::string device_text(const Tensor& t) {
+  if (t.is_cpu()) return "cpu";
+  if (t.is_cuda()) return "cuda:" + std::to_string(t.get_device_index());
+  return "device type " + std::to_string(static_cast<int>(t.device().type()));
+}
+
+inline std::string shape_text(const Tensor& t) {
+  std::ostringstream s;
+  s << '[';
+  for (int64_t d = 0; d < t.dim(); ++d) s << (d ? ", " : "") << t.size(d);
+  s << ']';
+  return s.str();
+}
+
+// "a: [3, 4] float32 cuda:0"
+inline std::string describe(const char* name, const Tensor& t) {
+  return std::string(name) + ": " + shape_text(t) + " " + dtype_name(t.scalar_type()) + " " +
+         device_text(t);
+}
+
+using NamedTensor = std::pair<const char*, const Tensor*>;
+
+[[noreturn]] inline void fail(const char* op, const std::string& what,
+                              std::initializer_list<NamedTensor> args) {
+  std::string msg = std::string("kernforge::") + op + ": " + what + ", got ";
+  bool first = true;
+  for (const auto& a : args) {
+    msg += (first ? "" : ", ") + describe(a.first, *a.second);
+    first = false;
+  }
+  throw std::runtime_error(msg);
+}
+
+// Checks that every tensor is dense, on one CPU or CUDA device, of one
+// supported dtype, and of one shape. The first tensor sets the reference.
+inline void check_same(const char* op, Dtypes allowed, std::initializer_list<NamedTensor> args) {
+  for (const auto& a : args) {
+    const Tensor& t = *a.second;
+    if (t.layout() != torch::headeronly::Layout::Strided)
+      fail(op, "expected dense (strided) tensors", {a});
+    if (!t.is_cpu() && !t.is_cuda()) fail(op, "expected CPU or CUDA tensors", {a});
+    if (!dtype_allowed(t.scalar_type(), allowed))
+      fail(op, std::string("unsupported dtype: expected ") + dtypes_text(allowed), {a});
+  }
+  const Tensor& ref = *args.begin()->second;
+  for (const auto& a : args) {
+    const Tensor& t = *a.second;
+    if (t.is_cpu() != ref.is_cpu() || t.get_device_index() != ref.get_device_index())
+      fail(op, "expected all tensors on one device", args);
+  }
+  for (const auto& a : args)
+    if (a.second->scalar_type() != ref.scalar_type())
+      fail(op, "expected tensors of one dtype", args);
+  for (const auto& a : args) {
+    const Tensor& t = *a.second;
+    bool same = t.dim() == ref.dim();
+    for (int64_t d = 0; same && d < t.dim(); ++d) same = t.size(d) == ref.size(d);
+    if (!same) fail(op, "expected tensors of equal shape", args);
+  }
+}
+
+// A 1-D tensor broadcast over the last dimension of `like` (a bias).
+inline void check_row_vector(const char* op, const NamedTensor& row, const NamedTensor& like) {
+  const Tensor& r = *row.second;
+  const Tensor& x = *like.second;
+  if (r.layout() != torch::headeronly::Layout::Strided)
+    fail(op, "expected dense (strided) tensors", {row});
+  if (r.is_cpu() != x.is_cpu() || r.get_device_index() != x.get_device_index())
+    fail(op, "expected all tensors on one device", {like, row});
+  if (r.scalar_type() != x.scalar_type()) fail(op, "expected tensors of one dtype", {like, row});
+  if (x.dim() == 0)
+    fail(op,
+         std::string("a tensor ") + row.first + " needs " + like.first +
+             " with at least one dimension",
+         {like, row});
+  const int64_t last = x.size(x.dim() - 1);
+  if (r.dim() != 1 || r.size(0) != last)
+    fail(op,
+         std::string(row.first) + " must be 1-D with " + std::to_string(last) +
+             " elements (the size of the last dimension of " + like.first + ")",
+         {like, row});
+}
+
+}  // namespace kernforge

@@ -1,0 +1,138 @@
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+
+#include <algorithm>
+
+#include "common/elementwise_cuda.cuh"
+#include "fused_relu_add/fused_relu_add_math.h"
+
+namespace kernforge {
+namespace {
+
+using cuda::Pack;
+
+// Pass 1 over a [rows, cols] problem: each thread owns VEC adjacent columns
+// and a strided set of rows; it writes grad_x and keeps the column sums of
+// grad in registers. The block then adds its threadIdx.y sums in shared
+// memory and writes one row of `partial` ([gridDim.y, cols], opmath).
+template <class scalar_t, int VEC>
+__global__ void backward_with_bias_kernel(const scalar_t* __restrict__ grad,
+                                          const scalar_t* __restrict__ x,
+                                          scalar_t* __restrict__ grad_x,
+                                          opmath_t<scalar_t>* __restrict__ partial, int64_t rows,
+                                          int64_t cols) {
+  using acc_t = opmath_t<scalar_t>;
+  using pack_t = Pack<scalar_t, VEC>;
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * VEC;
+  acc_t sum[VEC];
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) sum[j] = acc_t(0);
+  if (c0 < cols) {
+    const int64_t row_step = static_cast<int64_t>(gridDim.y) * blockDim.y;
+    for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < rows;
+         r += row_step) {
+      const int64_t i = r * cols + c0;
+      const pack_t g = *reinterpret_cast<const pack_t*>(grad + i);
+      const pack_t xv = *reinterpret_cast<const pack_t*>(x + i);
+      pack_t o;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const acc_t gj = static_cast<acc_t>(g.v[j]);
+        o.v[j] = static_cast<scalar_t>(ReluGradFn{}(gj, static_cast<acc_t>(xv.v[j])));
+        sum[j] += gj;
+      }
+      *reinterpret_cast<pack_t*>(grad_x + i) = o;
+    }
+  }
+  extern __shared__ unsigned char smem_raw[];
+  auto* smem = reinterpret_cast<acc_t*>(smem_raw);
+  const int width = blockDim.x * VEC;
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) smem[threadIdx.y * width + threadIdx.x * VEC + j] = sum[j];
+  __syncthreads();
+  if (threadIdx.y == 0 && c0 < cols) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      acc_t s = smem[threadIdx.x * VEC + j];
+      for (unsigned y = 1; y < blockDim.y; ++y) s += smem[y * width + threadIdx.x * VEC + j];
+      partial[static_cast<int64_t>(blockIdx.y) * cols + c0 + j] = s;
+    }
+  }
+}
+
+// Pass 2: grad_bias[c] = sum over the rows of `partial`, in a fixed order.
+template <class scalar_t>
+__global__ void sum_partials_kernel(const opmath_t<scalar_t>* __restrict__ partial,
+                                    scalar_t* __restrict__ grad_bias, int64_t nrows, int64_t cols) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  opmath_t<scalar_t> s = 0;
+  for (int64_t r = 0; r < nrows; ++r) s += partial[r * cols + c];
+  grad_bias[c] = static_cast<scalar_t>(s);
+}
+
+template <class scalar_t, int VEC>
+void launch_backward_with_bias(const Tensor& grad, const Tensor& x, Tensor& grad_x,
+                               Tensor& grad_bias, const RowsCols& rc) {
+  using acc_t = opmath_t<scalar_t>;
+  const int32_t device = x.get_device_index();
+  const cudaStream_t stream = cuda::current_stream(device);
+  constexpr int kThreads = 256;
+  const int64_t col_threads = (rc.cols + VEC - 1) / VEC;
+  int tx = 1;
+  while (tx < kThreads && tx < col_threads) tx *= 2;
+  const int ty = kThreads / tx;
+  const int64_t grid_x = (col_threads + tx - 1) / tx;
+  const int64_t target_blocks = static_cast<int64_t>(cuda::sm_count(device)) * (2048 / kThreads);
+  const int64_t grid_y = std::clamp<int64_t>(
+      std::min((rc.rows + ty - 1) / ty, std::max<int64_t>(1, target_blocks / grid_x)), 1, 65535);
+  STD_TORCH_CHECK(grid_x <= 0x7fffffff, "kernforge::fused_relu_add_backward: too many columns");
+
+  Tensor partial = torch::stable::new_empty(
+      x, {grid_y, rc.cols}, sizeof(acc_t) == 8 ? ScalarType::Double : ScalarType::Float);
+  const dim3 block(tx, ty);
+  const dim3 grid(static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y));
+  backward_with_bias_kernel<scalar_t, VEC><<<grid, block, kThreads * VEC * sizeof(acc_t), stream>>>(
+      static_cast<const scalar_t*>(grad.data_ptr()), static_cast<const scalar_t*>(x.data_ptr()),
+      static_cast<scalar_t*>(grad_x.data_ptr()), static_cast<acc_t*>(partial.data_ptr()), rc.rows,
+      rc.cols);
+  STD_CUDA_KERNEL_LAUNCH_CHECK();
+  sum_partials_kernel<scalar_t><<<static_cast<unsigned>((rc.cols + 255) / 256), 256, 0, stream>>>(
+      static_cast<const acc_t*>(partial.data_ptr()), static_cast<scalar_t*>(grad_bias.data_ptr()),
+      grid_y, rc.cols);
+  STD_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+std::tuple<Tensor, Tensor> backward_with_bias(const Tensor& grad_in, const Tensor& x_in) {
+  const Tensor grad = torch::stable::contiguous(grad_in);
+  const Tensor x = torch::stable::contiguous(x_in);
+  const RowsCols rc(x);
+  Tensor grad_x = empty_contiguous(x);
+  Tensor grad_bias = torch::stable::new_empty(x, {rc.cols});
+  if (rc.cols == 0) return {grad_x, grad_bias};
+  if (rc.rows == 0) {
+    torch::stable::zero_(grad_bias);
+    return {grad_x, grad_bias};
+  }
+  dispatch<Dtypes::Floating>(x.scalar_type(), [&](auto tag) {
+    using scalar_t = typename decltype(tag)::type;
+    constexpr int kVec = 16 / sizeof(scalar_t);
+    const bool vec = rc.cols % kVec == 0 && detail::aligned16(grad.data_ptr()) &&
+                     detail::aligned16(x.data_ptr()) && detail::aligned16(grad_x.data_ptr());
+    if (vec)
+      launch_backward_with_bias<scalar_t, kVec>(grad, x, grad_x, grad_bias, rc);
+    else
+      launch_backward_with_bias<scalar_t, 1>(grad, x, grad_x, grad_bias, rc);
+  });
+  return {grad_x, grad_bias};
+}
+
+}  // namespace
+}  // namespace kernforge
+
+STABLE_TORCH_LIBRARY_IMPL(kernforge, CUDA, m) {
+  m.impl("fused_relu_add", TORCH_BOX(&kernforge::fused_relu_add<kernforge::cuda::Launcher>));
+  m.impl("fused_relu_add_backward",
+         TORCH_BOX((&kernforge::fused_relu_add_backward<kernforge::cuda::Launcher,
+                                                        &kernforge::backward_with_bias>)));
+}

@@ -1,0 +1,21 @@
+// Every kernforge op schema, once. Implementations register themselves at the
+// bottom of csrc/<op>/<op>_cpu.cpp and <op>_cuda.cu; autograd and fake kernels
+// are registered in Python (kernforge_core/ops.py).
+#include <Python.h>
+#include <torch/csrc/stable/library.h>
+
+STABLE_TORCH_LIBRARY(kernforge, m) {
+  m.def("mul(Tensor a, Tensor b) -> Tensor");
+  m.def("add(Tensor a, Tensor b, float alpha=1) -> Tensor");
+  m.def("add_backward(Tensor grad, float alpha) -> Tensor");
+  m.def("fused_relu_add(Tensor x, Tensor y, Tensor? bias=None, float bias_scalar=0) -> Tensor");
+  m.def("fused_relu_add_backward(Tensor grad, Tensor x, bool bias_grad) -> (Tensor, Tensor)");
+}
+
+// `import kernforge_core._C` loads this library, which registers the ops above;
+// the module itself is empty. Built against CPython's limited API (abi3).
+PyMODINIT_FUNC PyInit__C(void) {
+  static PyModuleDef module = {
+      PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr, nullptr, nullptr, nullptr, nullptr};
+  return PyModule_Create(&module);
+}

@@ -1,0 +1,72 @@
+"""Argument checks for the fake (meta) kernels, so that traced and compiled
+code fails the way eager code does. They mirror csrc/common/checks.h word for
+word; tests/core/test_errors.py checks that both give the same message."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+FLOATING_AND_INT = (*FLOATING, torch.int32, torch.int64)
+_DTYPES_TEXT = {
+    FLOATING: "float16, bfloat16, float32 or float64",
+    FLOATING_AND_INT: "float16, bfloat16, float32, float64, int32 or int64",
+}
+
+
+def describe(name: str, t: Tensor) -> str:
+    """``"a: [3, 4] float32 cuda:0"``"""
+    return f"{name}: {list(t.shape)} {str(t.dtype).removeprefix('torch.')} {t.device}"
+
+
+def fail(op: str, what: str, **tensors: Tensor):
+    got = ", ".join(describe(n, t) for n, t in tensors.items())
+    raise RuntimeError(f"kernforge::{op}: {what}, got {got}")
+
+
+def same(op: str, allowed: tuple[torch.dtype, ...], **tensors: Tensor) -> None:
+    """Dense tensors on one CPU/CUDA device, of one allowed dtype and one shape."""
+    for n, t in tensors.items():
+        if t.layout != torch.strided:
+            fail(op, "expected dense (strided) tensors", **{n: t})
+        if t.device.type not in ("cpu", "cuda", "meta"):
+            fail(op, "expected CPU or CUDA tensors", **{n: t})
+        if t.dtype not in allowed:
+            fail(op, f"unsupported dtype: expected {_DTYPES_TEXT[allowed]}", **{n: t})
+    ref = next(iter(tensors.values()))
+    if any(t.device != ref.device for t in tensors.values()):
+        fail(op, "expected all tensors on one device", **tensors)
+    if any(t.dtype != ref.dtype for t in tensors.values()):
+        fail(op, "expected tensors of one dtype", **tensors)
+    if any(t.shape != ref.shape for t in tensors.values()):
+        fail(op, "expected tensors of equal shape", **tensors)
+
+
+def row_vector(op: str, row_name: str, row: Tensor, like_name: str, like: Tensor) -> None:
+    """``row`` is a 1-D tensor broadcast over the last dimension of ``like``."""
+    pair = {like_name: like, row_name: row}
+    if row.layout != torch.strided:
+        fail(op, "expected dense (strided) tensors", **{row_name: row})
+    if row.device != like.device:
+        fail(op, "expected all tensors on one device", **pair)
+    if row.dtype != like.dtype:
+        fail(op, "expected tensors of one dtype", **pair)
+    if like.dim() == 0:
+        fail(op, f"a tensor {row_name} needs {like_name} with at least one dimension", **pair)
+    last = like.shape[-1]
+    if row.dim() != 1 or row.shape[0] != last:
+        fail(
+            op,
+            f"{row_name} must be 1-D with {last} elements (the size of the last dimension of {like_name})",
+            **pair,
+        )
+
+
+def alpha(op: str, t: Tensor, value: float) -> None:
+    """Integer tensors take only an integral alpha."""
+    if t.dtype in (torch.int32, torch.int64) and not float(value).is_integer():
+        raise RuntimeError(
+            f"kernforge::{op}: alpha must be an integer for "
+            f"{str(t.dtype).removeprefix('torch.')} tensors, got {value:f}"
+        )

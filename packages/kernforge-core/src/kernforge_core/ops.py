@@ -1,0 +1,235 @@
+"""Python entry points of the kernforge ops, with their fake kernels (for
+``torch.compile`` and tracing) and autograd formulas. The schemas live in
+``csrc/registration.cpp``; the kernels in ``csrc/<op>/``.
+
+Every backward runs on kernforge's own kernels, and every backward op has an
+autograd formula of its own, so double backward works where the math allows.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from . import _checks
+
+_ops = torch.ops.kernforge
+_below_autograd = torch._C._AutoDispatchBelowAutograd
+
+
+def _needs_autograd(*tensors: Tensor) -> bool:
+    """False when no gradient can flow: the wrappers then call the op below the
+    autograd key, skipping the Python autograd kernel (microseconds per call
+    for small tensors). Tracing and compiling always take the full path."""
+    try:
+        grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    except AttributeError:  # not a tensor: the op's schema check names the argument
+        return True
+    return grad or torch.compiler.is_compiling()
+
+
+# ----------------------------------------------------------------------------- mul
+
+
+def mul(a: Tensor, b: Tensor) -> Tensor:
+    """Elementwise product ``a * b``.
+
+    Args:
+        a, b: tensors of one shape (any strides), one dtype (float16, bfloat16,
+            float32 or float64) and one device (CPU or CUDA).
+
+    Returns:
+        A new contiguous tensor of that shape and dtype.
+
+    Raises:
+        RuntimeError: naming the offending argument with its shape, dtype and
+            device, for mixed devices or dtypes, unsupported dtypes or unequal shapes.
+    """
+    if _needs_autograd(a, b):
+        return _ops.mul.default(a, b)
+    with _below_autograd():
+        return _ops.mul.default(a, b)
+
+
+@torch.library.register_fake("kernforge::mul")
+def _(a, b):
+    _checks.same("mul", _checks.FLOATING, a=a, b=b)
+    return a.new_empty(a.shape)
+
+
+def _mul_setup(ctx, inputs, output):
+    a, b = inputs
+    ctx.save_for_backward(a, b)
+
+
+def _mul_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    grad_a = _ops.mul.default(grad, b) if ctx.needs_input_grad[0] else None
+    grad_b = _ops.mul.default(grad, a) if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b
+
+
+torch.library.register_autograd("kernforge::mul", _mul_backward, setup_context=_mul_setup)
+
+
+# ----------------------------------------------------------------------------- add
+
+
+def add(a: Tensor, b: Tensor, alpha: float = 1) -> Tensor:
+    """Elementwise ``a + alpha * b``.
+
+    Args:
+        a, b: tensors of one shape (any strides), one dtype (float16, bfloat16,
+            float32, float64, int32 or int64) and one device (CPU or CUDA).
+        alpha: a Python number; it must be integral for integer tensors.
+
+    Returns:
+        A new contiguous tensor of that shape and dtype.
+
+    Raises:
+        RuntimeError: as :func:`mul`, and for a non-integral ``alpha`` with
+            integer tensors.
+    """
+    if _needs_autograd(a, b):
+        return _ops.add.default(a, b, alpha)
+    with _below_autograd():
+        return _ops.add.default(a, b, alpha)
+
+
+@torch.library.register_fake("kernforge::add")
+def _(a, b, alpha=1):
+    _checks.same("add", _checks.FLOATING_AND_INT, a=a, b=b)
+    _checks.alpha("add", a, alpha)
+    return a.new_empty(a.shape)
+
+
+def _add_setup(ctx, inputs, output):
+    ctx.alpha = inputs[2]
+
+
+def _add_backward(ctx, grad):
+    grad_b = _ops.add_backward.default(grad, ctx.alpha) if ctx.needs_input_grad[1] else None
+    return grad, grad_b, None
+
+
+torch.library.register_autograd("kernforge::add", _add_backward, setup_context=_add_setup)
+
+
+@torch.library.register_fake("kernforge::add_backward")
+def _(grad, alpha):
+    _checks.same("add_backward", _checks.FLOATING_AND_INT, grad=grad)
+    _checks.alpha("add_backward", grad, alpha)
+    return grad.new_empty(grad.shape)
+
+
+def _add_backward_setup(ctx, inputs, output):
+    ctx.alpha = inputs[1]
+
+
+def _add_backward_backward(ctx, grad):
+    return _ops.add_backward.default(grad, ctx.alpha), None
+
+
+torch.library.register_autograd(
+    "kernforge::add_backward", _add_backward_backward, setup_context=_add_backward_setup
+)
+
+
+# ----------------------------------------------------------------------------- fused_relu_add
+
+
+def fused_relu_add(x: Tensor, y: Tensor, bias: Tensor | float = 0.0) -> Tensor:
+    """``relu(x) + y + bias`` in one pass over memory.
+
+    Args:
+        x, y: tensors of one shape (any strides), one dtype (float16, bfloat16,
+            float32 or float64) and one device (CPU or CUDA).
+        bias: a Python number, or a 1-D tensor of ``x.shape[-1]`` elements (same
+            dtype and device) broadcast over the last dimension.
+
+    Returns:
+        A new contiguous tensor of ``x``'s shape and dtype. Half and bfloat16
+        compute in float32 and round once.
+
+    Gradients: ``grad * (x > 0)`` for x (NaN in x passes the gradient, as in
+    torch's relu), ``grad`` for y, and ``grad`` summed over all but the last
+    dimension for a tensor bias, all from one fused pass.
+    """
+    if isinstance(bias, Tensor):
+        args, tensors = (x, y, bias, 0.0), (x, y, bias)
+    else:
+        args, tensors = (x, y, None, float(bias)), (x, y)
+    if _needs_autograd(*tensors):
+        return _ops.fused_relu_add.default(*args)
+    with _below_autograd():
+        return _ops.fused_relu_add.default(*args)
+
+
+@torch.library.register_fake("kernforge::fused_relu_add")
+def _(x, y, bias=None, bias_scalar=0.0):
+    _checks.same("fused_relu_add", _checks.FLOATING, x=x, y=y)
+    if bias is not None:
+        _checks.row_vector("fused_relu_add", "bias", bias, "x", x)
+    return x.new_empty(x.shape)
+
+
+def _fused_relu_add_setup(ctx, inputs, output):
+    x, _, bias, _ = inputs
+    ctx.bias_grad = bias is not None and ctx.needs_input_grad[2]
+    ctx.save_for_backward(x)
+
+
+def _fused_relu_add_backward(ctx, grad):
+    (x,) = ctx.saved_tensors
+    grad_x = grad_bias = None
+    if ctx.needs_input_grad[0] or ctx.bias_grad:
+        grad_x, grad_bias = _ops.fused_relu_add_backward.default(grad, x, ctx.bias_grad)
+    return (
+        grad_x if ctx.needs_input_grad[0] else None,
+        grad if ctx.needs_input_grad[1] else None,
+        grad_bias if ctx.bias_grad else None,
+        None,
+    )
+
+
+torch.library.register_autograd(
+    "kernforge::fused_relu_add", _fused_relu_add_backward, setup_context=_fused_relu_add_setup
+)
+
+
+@torch.library.register_fake("kernforge::fused_relu_add_backward")
+def _(grad, x, bias_grad):
+    _checks.same("fused_relu_add_backward", _checks.FLOATING, grad=grad, x=x)
+    if bias_grad and x.dim() == 0:
+        _checks.fail(
+            "fused_relu_add_backward",
+            "a bias gradient needs x with at least one dimension",
+            x=x,
+        )
+    return x.new_empty(x.shape), x.new_empty((x.shape[-1],) if bias_grad else (0,))
+
+
+def _fused_relu_add_backward_setup(ctx, inputs, output):
+    _, x, bias_grad = inputs
+    ctx.bias_grad = bias_grad
+    ctx.save_for_backward(x)
+
+
+def _fused_relu_add_backward_backward(ctx, grad_grad_x, grad_grad_bias):
+    # grad_x = mask(x) * grad is linear in grad, and grad_bias = sum(grad): the
+    # gradient for grad is mask(x) * gg_x + gg_bias broadcast; x gets none (the
+    # mask is piecewise constant).
+    (x,) = ctx.saved_tensors
+    if not ctx.needs_input_grad[0]:
+        return None, None, None
+    out, _ = _ops.fused_relu_add_backward.default(grad_grad_x, x, False)
+    if ctx.bias_grad:
+        out = _ops.add.default(out, grad_grad_bias.expand(out.shape), 1.0)
+    return out, None, None
+
+
+torch.library.register_autograd(
+    "kernforge::fused_relu_add_backward",
+    _fused_relu_add_backward_backward,
+    setup_context=_fused_relu_add_backward_setup,
+)

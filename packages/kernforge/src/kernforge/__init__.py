@@ -1,0 +1,13 @@
+"""kernforge: fast custom PyTorch operators in C++ and CUDA.
+
+``kernforge.mul``, ``kernforge.add`` and ``kernforge.fused_relu_add`` are the
+functional ops (:mod:`kernforge.functional`); :mod:`kernforge.nn` has the
+modules and :mod:`kernforge.reference` the pure-PyTorch implementations.
+"""
+
+from . import functional, nn, reference
+from .functional import add, fused_relu_add, mul
+
+__version__ = "0.1.0"
+
+__all__ = ["add", "functional", "fused_relu_add", "mul", "nn", "reference"]

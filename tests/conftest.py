@@ -1,0 +1,83 @@
+"""Shared fixtures: devices, dtypes and layouts every op test is parametrized
+over, and the helpers that make inputs in each layout."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+INT_DTYPES = [torch.int32, torch.int64]
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+
+# Each layout is a way to build a tensor of a given logical shape.
+LAYOUTS = ["contiguous", "transposed", "sliced", "offset", "expanded"]
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+@pytest.fixture(params=FLOAT_DTYPES, ids=lambda d: str(d).removeprefix("torch."))
+def float_dtype(request):
+    return request.param
+
+
+@pytest.fixture(params=LAYOUTS)
+def layout(request):
+    return request.param
+
+
+def random(shape, dtype, device, gen: torch.Generator) -> torch.Tensor:
+    """Random values (never zeros): normal floats, or integers in [-100, 100)."""
+    if dtype.is_floating_point:
+        t = torch.randn(shape, generator=gen, dtype=torch.float64)
+    else:
+        t = torch.randint(-100, 100, shape, generator=gen, dtype=torch.int64)
+    return t.to(dtype=dtype, device=device)
+
+
+def make(shape, dtype, device, layout: str, gen: torch.Generator) -> torch.Tensor:
+    """A random tensor of logical `shape` laid out as `layout`."""
+    shape = tuple(shape)
+    if layout == "contiguous" or len(shape) < 2:
+        return random(shape, dtype, device, gen)
+    if layout == "transposed":  # every dimension reversed
+        return random(shape[::-1], dtype, device, gen).permute(*reversed(range(len(shape))))
+    if layout == "sliced":  # every other element of the last dimension
+        big = random((*shape[:-1], 2 * shape[-1]), dtype, device, gen)
+        return big[..., ::2]
+    if layout == "offset":  # contiguous, storage offset of one element (misaligned)
+        n = 1
+        for s in shape:
+            n *= s
+        return random((n + 1,), dtype, device, gen)[1:].view(shape)
+    if layout == "expanded":  # stride 0 in the first dimension
+        return random((1, *shape[1:]), dtype, device, gen).expand(shape)
+    raise ValueError(layout)
+
+
+def poison_allocator(like: torch.Tensor) -> None:
+    """Frees a NaN-filled block of `like`'s size, so that the next allocation
+    of that size (the op's output, through torch's caching allocator) starts
+    out as NaN: an element the kernel never writes stays NaN."""
+    if like.dtype.is_floating_point and like.numel() > 0:
+        torch.full(like.shape, float("nan"), dtype=like.dtype, device=like.device)
+
+
+def close(actual: torch.Tensor, expected: torch.Tensor, **kw) -> None:
+    """assert_close, after checking that every element was written (no NaN)."""
+    if actual.dtype.is_floating_point:
+        assert not torch.isnan(actual).any(), "an output element was never written"
+    torch.testing.assert_close(actual, expected, **kw)

@@ -1,0 +1,32 @@
+"""The binary is built the way the design promises: on the stable ABI (no
+at::, c10:: or torch:: C++ symbols among its undefined symbols) and, when
+built ahead of time, against CPython's limited API (an abi3 module)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+import kernforge_core
+
+
+def _undefined_symbols(path: str) -> list[str]:
+    out = subprocess.run(
+        ["nm", "-D", "--undefined-only", "-C", path], capture_output=True, text=True, check=True
+    ).stdout
+    return [line.split(None, 1)[-1] for line in out.splitlines() if line.strip()]
+
+
+def test_only_stable_c_shims_are_undefined():
+    symbols = _undefined_symbols(kernforge_core.LIBRARY_PATH)
+    assert any(s.startswith("aoti_torch_") for s in symbols), "expected the stable C shims"
+    cxx_torch = [s for s in symbols if re.search(r"\b(at|c10|torch)::", s)]
+    assert cxx_torch == [], f"unstable C++ symbols: {cxx_torch[:10]}"
+
+
+def test_ahead_of_time_binary_is_abi3():
+    if kernforge_core.BUILD != "aot":
+        pytest.skip("the just-in-time build is not a Python module")
+    assert kernforge_core.LIBRARY_PATH.endswith(".abi3.so")
