@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One call on a GPU host: the CUDA test suite, then the benchmarks, with full
+# logs and the benchmark JSON under LOGDIR and a short summary printed last.
+#
+#   ci/gpu-host.sh LOGDIR [WHEELHOUSE]
+#
+# The host needs a CUDA build of torch in `python3`. If nox is missing and a
+# WHEELHOUSE folder of wheels is given, nox is installed from it offline.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LOGDIR=${1:?usage: ci/gpu-host.sh LOGDIR [WHEELHOUSE]}
+WHEELHOUSE=${2:-}
+mkdir -p "$LOGDIR"
+export PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-$(nproc)}
+
+if ! python3 -c "import nox" 2>/dev/null; then
+  [ -n "$WHEELHOUSE" ] || { echo "nox is not installed and no WHEELHOUSE was given"; exit 2; }
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/nox-site "$WHEELHOUSE"/*.whl || exit 2
+  export PYTHONPATH=/tmp/nox-site${PYTHONPATH:+:$PYTHONPATH}
+fi
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"; } | tee "$LOGDIR/device.txt"
+
+python3 -m nox -s test-cuda -- -q -p no:cacheprovider 2>&1 | tee "$LOGDIR/test-cuda.log"
+test_rc=${PIPESTATUS[0]}
+python3 -m nox -s bench -- -q 2>&1 | tee "$LOGDIR/bench.log"
+bench_rc=${PIPESTATUS[0]}
+cp bench-results/*.json "$LOGDIR/" 2>/dev/null
+
+echo "== summary =="
+cat "$LOGDIR/device.txt"
+grep -E "^(FAILED|ERROR)|passed|failed" "$LOGDIR/test-cuda.log" | tail -15
+sed -n '/^device:/,$p' "$LOGDIR/bench.log"
+echo "test-cuda rc=$test_rc bench rc=$bench_rc"
+exit $((test_rc || bench_rc))
