@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent
 MATRIX = tomllib.loads((ROOT / "ci" / "matrix.toml").read_text())
 PACKAGES = ["packages/kernforge-core", "packages/kernforge-legacy", "packages/kernforge"]
 CSRC = ROOT / "packages" / "kernforge-core" / "csrc"
-BUILD_DEPS = ["setuptools>=70", "wheel", "ninja"]
+BUILD_DEPS = ["setuptools>=77", "wheel", "ninja"]
 TEST_DEPS = ["pytest", "numpy"]
 
 nox.options.sessions = ["lint", "test-cpu"]
@@ -90,7 +90,7 @@ def test_cpu(session: nox.Session) -> None:
     session.install(*BUILD_DEPS, *TEST_DEPS)
     session.env["KERNFORGE_CUDA"] = "0"
     _install_packages(session)
-    session.run("pytest", "tests", "-m", "not cuda", *session.posargs)
+    session.run("python", "-m", "pytest", "tests", "-m", "not cuda", *session.posargs)
 
 
 @nox.session(name="test-cuda")
@@ -106,7 +106,7 @@ def test_cuda(session: nox.Session) -> None:
     session.run(
         "python", "-c", "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no GPU visible')"
     )
-    session.run("pytest", "tests", "-m", "not slow", *session.posargs)
+    session.run("python", "-m", "pytest", "tests", "-m", "not slow", *session.posargs)
 
 
 def _local_gpu_arch(session: nox.Session) -> str:
