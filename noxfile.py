@@ -150,6 +150,8 @@ def bench(session: nox.Session) -> None:
         filter(None, [str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH")])
     )
     session.run(
+        "python",
+        "-m",
         "pytest",
         "benchmarks",
         "-p",
