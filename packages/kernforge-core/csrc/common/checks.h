@@ -7,7 +7,6 @@
 #include <torch/csrc/stable/tensor.h>
 
 #include <initializer_list>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -61,12 +60,12 @@ inline std::string device_text(const Tensor& t) {
   return "device type " + std::to_string(static_cast<int>(t.device().type()));
 }
 
+// No iostreams here: string streams crash inside extensions on some torch
+// builds (seen on torch 2.11), so messages are built with std::to_string.
 inline std::string shape_text(const Tensor& t) {
-  std::ostringstream s;
-  s << '[';
-  for (int64_t d = 0; d < t.dim(); ++d) s << (d ? ", " : "") << t.size(d);
-  s << ']';
-  return s.str();
+  std::string s = "[";
+  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
+  return s + "]";
 }
 
 // "a: [3, 4] float32 cuda:0"

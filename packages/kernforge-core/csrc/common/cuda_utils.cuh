@@ -29,4 +29,19 @@ inline int sm_count(int32_t device) {
   return n;
 }
 
+// Blocks of `threads` threads that all SMs of `device` hold at once for
+// `Kernel` with `smem` bytes of dynamic shared memory: one full wave. Cached
+// per kernel (devices of a process are assumed to share the first one's).
+template <auto Kernel>
+int64_t resident_blocks(int threads, size_t smem, int32_t device) {
+  static std::atomic<int> per_sm{0};
+  int n = per_sm.load(std::memory_order_relaxed);
+  if (n == 0) {
+    STD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, threads, smem));
+    n = n > 0 ? n : 1;
+    per_sm.store(n, std::memory_order_relaxed);
+  }
+  return static_cast<int64_t>(n) * sm_count(device);
+}
+
 }  // namespace kernforge::cuda

@@ -28,20 +28,33 @@ __global__ void backward_with_bias_kernel(const scalar_t* __restrict__ grad,
 #pragma unroll
   for (int j = 0; j < VEC; ++j) sum[j] = acc_t(0);
   if (c0 < cols) {
+    // kRows rows per step, all loads issued before the arithmetic.
+    constexpr int kRows = 4;
     const int64_t row_step = static_cast<int64_t>(gridDim.y) * blockDim.y;
-    for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < rows;
-         r += row_step) {
-      const int64_t i = r * cols + c0;
-      const pack_t g = *reinterpret_cast<const pack_t*>(grad + i);
-      const pack_t xv = *reinterpret_cast<const pack_t*>(x + i);
-      pack_t o;
+    for (int64_t r0 = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r0 < rows;
+         r0 += kRows * row_step) {
+      pack_t g[kRows], xv[kRows];
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const acc_t gj = static_cast<acc_t>(g.v[j]);
-        o.v[j] = static_cast<scalar_t>(ReluGradFn{}(gj, static_cast<acc_t>(xv.v[j])));
-        sum[j] += gj;
+      for (int u = 0; u < kRows; ++u) {
+        const int64_t r = r0 + u * row_step;
+        if (r < rows) {
+          g[u] = *reinterpret_cast<const pack_t*>(grad + r * cols + c0);
+          xv[u] = *reinterpret_cast<const pack_t*>(x + r * cols + c0);
+        }
       }
-      *reinterpret_cast<pack_t*>(grad_x + i) = o;
+#pragma unroll
+      for (int u = 0; u < kRows; ++u) {
+        const int64_t r = r0 + u * row_step;
+        if (r >= rows) break;
+        pack_t o;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const acc_t gj = static_cast<acc_t>(g[u].v[j]);
+          o.v[j] = static_cast<scalar_t>(ReluGradFn{}(gj, static_cast<acc_t>(xv[u].v[j])));
+          sum[j] += gj;
+        }
+        *reinterpret_cast<pack_t*>(grad_x + r * cols + c0) = o;
+      }
     }
   }
   extern __shared__ unsigned char smem_raw[];
@@ -77,22 +90,24 @@ void launch_backward_with_bias(const Tensor& grad, const Tensor& x, Tensor& grad
   using acc_t = opmath_t<scalar_t>;
   const int32_t device = x.get_device_index();
   const cudaStream_t stream = cuda::current_stream(device);
-  constexpr int kThreads = 256;
+  constexpr int kThreads = cuda::kThreads;
   const int64_t col_threads = (rc.cols + VEC - 1) / VEC;
   int tx = 1;
   while (tx < kThreads && tx < col_threads) tx *= 2;
   const int ty = kThreads / tx;
   const int64_t grid_x = (col_threads + tx - 1) / tx;
-  const int64_t target_blocks = static_cast<int64_t>(cuda::sm_count(device)) * (2048 / kThreads);
+  const size_t smem = kThreads * VEC * sizeof(acc_t);
+  const int64_t wave =
+      cuda::resident_blocks<backward_with_bias_kernel<scalar_t, VEC>>(kThreads, smem, device);
   const int64_t grid_y = std::clamp<int64_t>(
-      std::min((rc.rows + ty - 1) / ty, std::max<int64_t>(1, target_blocks / grid_x)), 1, 65535);
+      std::min((rc.rows + ty - 1) / ty, std::max<int64_t>(1, wave / grid_x)), 1, 65535);
   STD_TORCH_CHECK(grid_x <= 0x7fffffff, "kernforge::fused_relu_add_backward: too many columns");
 
   Tensor partial = torch::stable::new_empty(
       x, {grid_y, rc.cols}, sizeof(acc_t) == 8 ? ScalarType::Double : ScalarType::Float);
   const dim3 block(tx, ty);
   const dim3 grid(static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y));
-  backward_with_bias_kernel<scalar_t, VEC><<<grid, block, kThreads * VEC * sizeof(acc_t), stream>>>(
+  backward_with_bias_kernel<scalar_t, VEC><<<grid, block, smem, stream>>>(
       static_cast<const scalar_t*>(grad.data_ptr()), static_cast<const scalar_t*>(x.data_ptr()),
       static_cast<scalar_t*>(grad_x.data_ptr()), static_cast<acc_t*>(partial.data_ptr()), rc.rows,
       rc.cols);
