@@ -23,8 +23,7 @@ struct ScaleFn {
 };
 
 // Integer tensors take only an integral alpha (as torch.add does).
-inline void check_alpha(const char* op, const Tensor& t, double alpha) {
-  const auto dt = t.scalar_type();
+inline void check_alpha(const char* op, ScalarType dt, double alpha) {
   const bool integral = dt == ScalarType::Int || dt == ScalarType::Long;
   if (integral && !(std::isfinite(alpha) && std::trunc(alpha) == alpha))
     throw std::runtime_error(std::string("kernforge::") + op + ": alpha must be an integer for " +
@@ -33,10 +32,10 @@ inline void check_alpha(const char* op, const Tensor& t, double alpha) {
 
 template <class Launcher>
 Tensor add(const Tensor& a, const Tensor& b, double alpha) {
-  check_same("add", Dtypes::FloatingAndInt, {{"a", &a}, {"b", &b}});
-  check_alpha("add", a, alpha);
+  const ScalarType dtype = check_same("add", Dtypes::FloatingAndInt, {{"a", &a}, {"b", &b}});
+  check_alpha("add", dtype, alpha);
   typename Launcher::Guard guard(a);
-  return run_elementwise<Launcher, Dtypes::FloatingAndInt>(a, {a, b}, [alpha](auto tag) {
+  return run_elementwise<Launcher, Dtypes::FloatingAndInt>(dtype, a, {a, b}, [alpha](auto tag) {
     using acc_t = typename decltype(tag)::type;
     return AddFn<acc_t>{static_cast<acc_t>(alpha)};
   });
@@ -45,10 +44,10 @@ Tensor add(const Tensor& a, const Tensor& b, double alpha) {
 // The gradient of add for b: alpha * grad (the gradient for a is grad itself).
 template <class Launcher>
 Tensor add_backward(const Tensor& grad, double alpha) {
-  check_same("add_backward", Dtypes::FloatingAndInt, {{"grad", &grad}});
-  check_alpha("add_backward", grad, alpha);
+  const ScalarType dtype = check_same("add_backward", Dtypes::FloatingAndInt, {{"grad", &grad}});
+  check_alpha("add_backward", dtype, alpha);
   typename Launcher::Guard guard(grad);
-  return run_elementwise<Launcher, Dtypes::FloatingAndInt>(grad, {grad}, [alpha](auto tag) {
+  return run_elementwise<Launcher, Dtypes::FloatingAndInt>(dtype, grad, {grad}, [alpha](auto tag) {
     using acc_t = typename decltype(tag)::type;
     return ScaleFn<acc_t>{static_cast<acc_t>(alpha)};
   });

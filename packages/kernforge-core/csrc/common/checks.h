@@ -4,9 +4,11 @@
 // (meta) kernels; tests/core/test_errors.py keeps the two in step.
 #pragma once
 
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/stable/tensor.h>
 
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -87,32 +89,53 @@ using NamedTensor = std::pair<const char*, const Tensor*>;
   throw std::runtime_error(msg);
 }
 
-// Checks that every tensor is dense, on one CPU or CUDA device, of one
-// supported dtype, and of one shape. The first tensor sets the reference.
-inline void check_same(const char* op, Dtypes allowed, std::initializer_list<NamedTensor> args) {
+// A tensor's metadata, read once: every accessor of the stable ABI is a call
+// into libtorch (scalar_type() a chain of them), and an op's host path is
+// paid on every call.
+struct Meta {
+  ScalarType dtype;
+  int32_t device_type;
+  int32_t device_index;
+  torch::headeronly::IntHeaderOnlyArrayRef sizes;
+  explicit Meta(const Tensor& t) : dtype(t.scalar_type()), sizes(t.sizes()) {
+    if (aoti_torch_get_device_type(t.get(), &device_type) != AOTI_TORCH_SUCCESS ||
+        aoti_torch_get_device_index(t.get(), &device_index) != AOTI_TORCH_SUCCESS)
+      throw std::runtime_error("kernforge: could not read a tensor's device");
+  }
+  bool same_device(const Meta& o) const {
+    return device_type == o.device_type && device_index == o.device_index;
+  }
+};
+
+// Checks that every tensor (at most 4) is dense, on one CPU or CUDA device,
+// of one supported dtype, and of one shape; returns that dtype. The first
+// tensor sets the reference.
+inline ScalarType check_same(const char* op, Dtypes allowed,
+                             std::initializer_list<NamedTensor> args) {
+  static const int32_t kCpu = aoti_torch_device_type_cpu();
+  static const int32_t kCuda = aoti_torch_device_type_cuda();
+  constexpr size_t kMax = 4;
+  if (args.size() > kMax) throw std::logic_error("kernforge: check_same takes at most 4 tensors");
+  std::optional<Meta> meta[kMax];
+  size_t i = 0;
   for (const auto& a : args) {
     const Tensor& t = *a.second;
     if (t.layout() != torch::headeronly::Layout::Strided)
       fail(op, "expected dense (strided) tensors", {a});
-    if (!t.is_cpu() && !t.is_cuda()) fail(op, "expected CPU or CUDA tensors", {a});
-    if (!dtype_allowed(t.scalar_type(), allowed))
+    const Meta& m = meta[i++].emplace(t);
+    if (m.device_type != kCpu && m.device_type != kCuda)
+      fail(op, "expected CPU or CUDA tensors", {a});
+    if (!dtype_allowed(m.dtype, allowed))
       fail(op, std::string("unsupported dtype: expected ") + dtypes_text(allowed), {a});
   }
-  const Tensor& ref = *args.begin()->second;
-  for (const auto& a : args) {
-    const Tensor& t = *a.second;
-    if (t.is_cpu() != ref.is_cpu() || t.get_device_index() != ref.get_device_index())
-      fail(op, "expected all tensors on one device", args);
-  }
-  for (const auto& a : args)
-    if (a.second->scalar_type() != ref.scalar_type())
-      fail(op, "expected tensors of one dtype", args);
-  for (const auto& a : args) {
-    const Tensor& t = *a.second;
-    bool same = t.dim() == ref.dim();
-    for (int64_t d = 0; same && d < t.dim(); ++d) same = t.size(d) == ref.size(d);
-    if (!same) fail(op, "expected tensors of equal shape", args);
-  }
+  const Meta& ref = *meta[0];
+  for (i = 1; i < args.size(); ++i)
+    if (!meta[i]->same_device(ref)) fail(op, "expected all tensors on one device", args);
+  for (i = 1; i < args.size(); ++i)
+    if (meta[i]->dtype != ref.dtype) fail(op, "expected tensors of one dtype", args);
+  for (i = 1; i < args.size(); ++i)
+    if (!meta[i]->sizes.equals(ref.sizes)) fail(op, "expected tensors of equal shape", args);
+  return ref.dtype;
 }
 
 // A 1-D tensor broadcast over the last dimension of `like` (a bias).

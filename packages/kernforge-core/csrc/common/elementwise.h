@@ -152,28 +152,26 @@ ElementwisePlan<NIN, ROW> plan_elementwise(const Tensor& out, std::array<Tensor,
 // allocator (the caching allocator on CUDA). Straight through the C shim: a
 // boxed dispatcher call (torch::stable::new_empty) costs microseconds per op.
 inline Tensor empty_contiguous(const Tensor& like) {
-  const int64_t ndim = like.dim();
-  int64_t sizes[kMaxDims], strides[kMaxDims];
+  const auto shape = like.sizes();
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  int64_t strides[kMaxDims];
   std::vector<int64_t> heap;
-  int64_t* sz = sizes;
   int64_t* st = strides;
   if (ndim > kMaxDims) {
-    heap.resize(2 * ndim);
-    sz = heap.data();
-    st = heap.data() + ndim;
+    heap.resize(ndim);
+    st = heap.data();
   }
   int64_t stride = 1;
   for (int64_t d = ndim - 1; d >= 0; --d) {
-    sz[d] = like.size(d);
     st[d] = stride;
-    stride *= sz[d] > 1 ? sz[d] : 1;
+    stride *= shape[d] > 1 ? shape[d] : 1;
   }
   int32_t dtype, device_type, device_index;
   AtenTensorHandle out = nullptr;
   if (aoti_torch_get_dtype(like.get(), &dtype) != AOTI_TORCH_SUCCESS ||
       aoti_torch_get_device_type(like.get(), &device_type) != AOTI_TORCH_SUCCESS ||
       aoti_torch_get_device_index(like.get(), &device_index) != AOTI_TORCH_SUCCESS ||
-      aoti_torch_empty_strided(ndim, sz, st, dtype, device_type, device_index, &out) !=
+      aoti_torch_empty_strided(ndim, shape.data(), st, dtype, device_type, device_index, &out) !=
           AOTI_TORCH_SUCCESS)
     throw std::runtime_error("kernforge: could not allocate the output tensor");
   return Tensor(out);

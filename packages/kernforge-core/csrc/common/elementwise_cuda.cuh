@@ -1,9 +1,8 @@
 // CUDA side of the elementwise launcher: one grid-stride kernel family for
 // every elementwise op. 64-bit indices throughout; 16-byte loads and stores
-// when the plan says every full-size pointer is aligned and contiguous; one
-// resident wave of blocks, sized from the SM count and the kernel's
-// occupancy; launches go on the current stream and are checked; nothing
-// synchronizes the device.
+// when the plan says every full-size pointer is aligned and contiguous; the
+// grid is sized from the SM count and the kernel's occupancy; launches go on
+// the current stream and are checked; nothing synchronizes the device.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,6 +10,7 @@
 #include <torch/csrc/stable/macros.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "cuda_utils.cuh"
@@ -21,9 +21,14 @@ namespace kernforge::cuda {
 
 constexpr int kThreads = 256;
 // Each thread handles kUnroll packs per grid-stride step and issues all their
-// loads before any arithmetic, so enough bytes are in flight to stream at the
-// memory's rate.
-constexpr int kUnroll = 4;
+// loads before any arithmetic. The grid holds up to kMaxWaves resident waves
+// of blocks (sized from the SM count and the kernel's occupancy), so large
+// tensors run as many short blocks that the block scheduler balances, and
+// the grid-stride loop covers anything beyond. Measured on an H100 at 2^28
+// fp32 (benchmarks/PERFORMANCE.md): 1 wave x 4 packs 1135 us, 64 waves x 4
+// packs 1074 us, 256 waves x 2 packs 1072 us; eager a * b 1067-1074 us.
+constexpr int kUnroll = 2;
+constexpr int64_t kMaxWaves = 256;
 
 template <class T, int N>
 struct alignas(sizeof(T) * N) Pack {
@@ -109,11 +114,12 @@ __global__ void strided_kernel(const Plan p, const F f) {
   strided_body<scalar_t>(p, f, std::make_index_sequence<Plan::kArgs - 1>{});
 }
 
-// At most one resident wave of kThreads-thread blocks, fewer for small inputs.
+// At most kMaxWaves resident waves of kThreads-thread blocks, fewer for small inputs.
 template <auto Kernel, class Plan, class F>
 void launch_wave(const Plan& p, const F& f, int64_t items_per_block, int32_t device) {
-  const int64_t blocks = std::clamp<int64_t>((p.numel + items_per_block - 1) / items_per_block, 1,
-                                             resident_blocks<Kernel>(kThreads, 0, device));
+  const int64_t blocks =
+      std::clamp<int64_t>((p.numel + items_per_block - 1) / items_per_block, 1,
+                          kMaxWaves * resident_blocks<Kernel>(kThreads, 0, device));
   Kernel<<<static_cast<unsigned>(blocks), kThreads, 0, current_stream(device)>>>(p, f);
   STD_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -140,10 +146,16 @@ void elementwise(const Plan& p, int32_t device, const F& f) {
 }
 
 struct Launcher {
-  // Makes the tensor's device current for the launch.
+  // Makes the tensor's device current for the launch (a guard is created
+  // only when another device is current: it costs a round trip into torch).
   struct Guard {
-    torch::stable::accelerator::DeviceGuard guard;
-    explicit Guard(const Tensor& t) : guard(t.get_device_index()) {}
+    std::optional<torch::stable::accelerator::DeviceGuard> guard;
+    explicit Guard(const Tensor& t) {
+      const int32_t want = t.get_device_index();
+      int current = -1;
+      STD_CUDA_CHECK(cudaGetDevice(&current));
+      if (current != want) guard.emplace(want);
+    }
   };
   template <class scalar_t, class Plan, class F>
   static void elementwise(const Plan& p, const Tensor& like, const F& f) {

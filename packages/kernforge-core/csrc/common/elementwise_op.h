@@ -20,11 +20,12 @@ std::array<Tensor, N> copy_array(const Tensor (&in)[N], std::index_sequence<K...
 }  // namespace detail
 
 template <class Launcher, Dtypes allowed, bool ROW = false, size_t NIN, class MakeFn>
-Tensor run_elementwise(const Tensor& like, const Tensor (&inputs)[NIN], const MakeFn& make) {
+Tensor run_elementwise(ScalarType dtype, const Tensor& like, const Tensor (&inputs)[NIN],
+                       const MakeFn& make) {
   auto in = detail::copy_array(inputs, std::make_index_sequence<NIN>{});
   Tensor out = empty_contiguous(like);
   const auto plan = plan_elementwise<static_cast<int>(NIN), ROW>(out, in);
-  dispatch<allowed>(like.scalar_type(), [&](auto tag) {
+  dispatch<allowed>(dtype, [&](auto tag) {
     using scalar_t = typename decltype(tag)::type;
     Launcher::template elementwise<scalar_t>(plan, like, make(TypeTag<opmath_t<scalar_t>>{}));
   });

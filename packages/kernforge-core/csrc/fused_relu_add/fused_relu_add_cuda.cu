@@ -74,14 +74,28 @@ __global__ void backward_with_bias_kernel(const scalar_t* __restrict__ grad,
 }
 
 // Pass 2: grad_bias[c] = sum over the rows of `partial`, in a fixed order.
+// A 32 x 8 block per 32 columns: thread (c, y) sums rows y, y + 8, ...
+// (independent loads, several in flight), then y = 0 adds the 8 sums.
+constexpr int kSumCols = 32, kSumRows = 8;
+
 template <class scalar_t>
 __global__ void sum_partials_kernel(const opmath_t<scalar_t>* __restrict__ partial,
                                     scalar_t* __restrict__ grad_bias, int64_t nrows, int64_t cols) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
-  opmath_t<scalar_t> s = 0;
-  for (int64_t r = 0; r < nrows; ++r) s += partial[r * cols + c];
-  grad_bias[c] = static_cast<scalar_t>(s);
+  using acc_t = opmath_t<scalar_t>;
+  __shared__ acc_t part[kSumRows][kSumCols];
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kSumCols + threadIdx.x;
+  acc_t s = 0;
+  if (c < cols) {
+#pragma unroll 8
+    for (int64_t r = threadIdx.y; r < nrows; r += kSumRows) s += partial[r * cols + c];
+  }
+  part[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    acc_t total = part[0][threadIdx.x];
+    for (int y = 1; y < kSumRows; ++y) total += part[y][threadIdx.x];
+    grad_bias[c] = static_cast<scalar_t>(total);
+  }
 }
 
 template <class scalar_t, int VEC>
@@ -112,9 +126,10 @@ void launch_backward_with_bias(const Tensor& grad, const Tensor& x, Tensor& grad
       static_cast<scalar_t*>(grad_x.data_ptr()), static_cast<acc_t*>(partial.data_ptr()), rc.rows,
       rc.cols);
   STD_CUDA_KERNEL_LAUNCH_CHECK();
-  sum_partials_kernel<scalar_t><<<static_cast<unsigned>((rc.cols + 255) / 256), 256, 0, stream>>>(
-      static_cast<const acc_t*>(partial.data_ptr()), static_cast<scalar_t*>(grad_bias.data_ptr()),
-      grid_y, rc.cols);
+  sum_partials_kernel<scalar_t>
+      <<<static_cast<unsigned>((rc.cols + kSumCols - 1) / kSumCols), dim3(kSumCols, kSumRows), 0,
+         stream>>>(static_cast<const acc_t*>(partial.data_ptr()),
+                   static_cast<scalar_t*>(grad_bias.data_ptr()), grid_y, rc.cols);
   STD_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

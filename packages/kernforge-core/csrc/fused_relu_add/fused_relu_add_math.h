@@ -37,15 +37,15 @@ struct ReluGradFn {
 template <class Launcher>
 Tensor fused_relu_add(const Tensor& x, const Tensor& y, std::optional<Tensor> bias,
                       double bias_scalar) {
-  check_same("fused_relu_add", Dtypes::Floating, {{"x", &x}, {"y", &y}});
+  const ScalarType dtype = check_same("fused_relu_add", Dtypes::Floating, {{"x", &x}, {"y", &y}});
   if (bias) check_row_vector("fused_relu_add", {"bias", &*bias}, {"x", &x});
   typename Launcher::Guard guard(x);
   auto make = [bias_scalar](auto tag) {
     using acc_t = typename decltype(tag)::type;
     return ReluAddFn<acc_t>{static_cast<acc_t>(bias_scalar)};
   };
-  if (bias) return run_elementwise<Launcher, Dtypes::Floating, true>(x, {x, y, *bias}, make);
-  return run_elementwise<Launcher, Dtypes::Floating>(x, {x, y}, make);
+  if (bias) return run_elementwise<Launcher, Dtypes::Floating, true>(dtype, x, {x, y, *bias}, make);
+  return run_elementwise<Launcher, Dtypes::Floating>(dtype, x, {x, y}, make);
 }
 
 // Returns (grad_x, grad_bias); grad_bias is an empty [0] tensor unless
@@ -54,13 +54,14 @@ Tensor fused_relu_add(const Tensor& x, const Tensor& y, std::optional<Tensor> bi
 template <class Launcher, std::tuple<Tensor, Tensor> (*WithBias)(const Tensor&, const Tensor&)>
 std::tuple<Tensor, Tensor> fused_relu_add_backward(const Tensor& grad, const Tensor& x,
                                                    bool bias_grad) {
-  check_same("fused_relu_add_backward", Dtypes::Floating, {{"grad", &grad}, {"x", &x}});
+  const ScalarType dtype =
+      check_same("fused_relu_add_backward", Dtypes::Floating, {{"grad", &grad}, {"x", &x}});
   if (bias_grad && x.dim() == 0)
     fail("fused_relu_add_backward", "a bias gradient needs x with at least one dimension",
          {{"x", &x}});
   typename Launcher::Guard guard(x);
   if (bias_grad) return WithBias(grad, x);
-  Tensor grad_x = run_elementwise<Launcher, Dtypes::Floating>(grad, {grad, x},
+  Tensor grad_x = run_elementwise<Launcher, Dtypes::Floating>(dtype, grad, {grad, x},
                                                               [](auto) { return ReluGradFn{}; });
   return {grad_x, torch::stable::new_empty(x, {0})};
 }

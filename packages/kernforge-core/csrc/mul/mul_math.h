@@ -15,9 +15,10 @@ struct MulFn {
 
 template <class Launcher>
 Tensor mul(const Tensor& a, const Tensor& b) {
-  check_same("mul", Dtypes::Floating, {{"a", &a}, {"b", &b}});
+  const ScalarType dtype = check_same("mul", Dtypes::Floating, {{"a", &a}, {"b", &b}});
   typename Launcher::Guard guard(a);
-  return run_elementwise<Launcher, Dtypes::Floating>(a, {a, b}, [](auto) { return MulFn{}; });
+  return run_elementwise<Launcher, Dtypes::Floating>(dtype, a, {a, b},
+                                                     [](auto) { return MulFn{}; });
 }
 
 }  // namespace kernforge
