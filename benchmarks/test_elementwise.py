@@ -120,4 +120,4 @@ def test_small_call_cost(benchmark, case, impl):
     )
     with torch.no_grad():
         fn()
-        benchmark.pedantic(fn, rounds=30, iterations=500, warmup_rounds=3)
+        benchmark.pedantic(fn, rounds=100, iterations=200, warmup_rounds=5)
