@@ -100,7 +100,7 @@ def test_large(benchmark, case, impl, dtype):
         fn()  # warm-up (and compilation)
         benchmark.pedantic(
             fn,
-            rounds=20 if DEVICE == "cuda" else 10,
+            rounds=20 if DEVICE == "cuda" else 30,
             iterations=5 if DEVICE == "cuda" else 1,
             warmup_rounds=2,
         )
