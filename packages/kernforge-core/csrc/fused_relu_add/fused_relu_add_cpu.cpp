@@ -41,20 +41,14 @@ void backward_with_bias_kernel(const scalar_t* grad, const scalar_t* x, scalar_t
   }
 }
 
-std::tuple<Tensor, Tensor> backward_with_bias(const Tensor& grad_in, const Tensor& x_in) {
-  const Tensor grad = torch::stable::contiguous(grad_in);
-  const Tensor x = torch::stable::contiguous(x_in);
-  const RowsCols rc(x);
-  Tensor grad_x = empty_contiguous(x);
-  Tensor grad_bias = torch::stable::new_empty(x, {rc.cols});
-  dispatch<Dtypes::Floating>(x.scalar_type(), [&](auto tag) {
+void backward_with_bias(const BiasGradProblem& p) {
+  dispatch<Dtypes::Floating>(p.dtype, [&](auto tag) {
     using scalar_t = typename decltype(tag)::type;
     backward_with_bias_kernel<scalar_t>(
-        static_cast<const scalar_t*>(grad.data_ptr()), static_cast<const scalar_t*>(x.data_ptr()),
-        static_cast<scalar_t*>(grad_x.data_ptr()), static_cast<scalar_t*>(grad_bias.data_ptr()),
-        rc.rows, rc.cols);
+        static_cast<const scalar_t*>(p.grad.data_ptr()),
+        static_cast<const scalar_t*>(p.x.data_ptr()), static_cast<scalar_t*>(p.grad_x.data_ptr()),
+        static_cast<scalar_t*>(p.grad_bias.data_ptr()), p.rows, p.cols);
   });
-  return {grad_x, grad_bias};
 }
 
 }  // namespace

@@ -99,13 +99,12 @@ __global__ void sum_partials_kernel(const opmath_t<scalar_t>* __restrict__ parti
 }
 
 template <class scalar_t, int VEC>
-void launch_backward_with_bias(const Tensor& grad, const Tensor& x, Tensor& grad_x,
-                               Tensor& grad_bias, const RowsCols& rc) {
+void launch_backward_with_bias(const BiasGradProblem& p) {
   using acc_t = opmath_t<scalar_t>;
-  const int32_t device = x.get_device_index();
+  const int32_t device = p.x.get_device_index();
   const cudaStream_t stream = cuda::current_stream(device);
   constexpr int kThreads = cuda::kThreads;
-  const int64_t col_threads = (rc.cols + VEC - 1) / VEC;
+  const int64_t col_threads = (p.cols + VEC - 1) / VEC;
   int tx = 1;
   while (tx < kThreads && tx < col_threads) tx *= 2;
   const int ty = kThreads / tx;
@@ -114,47 +113,36 @@ void launch_backward_with_bias(const Tensor& grad, const Tensor& x, Tensor& grad
   const int64_t wave =
       cuda::resident_blocks<backward_with_bias_kernel<scalar_t, VEC>>(kThreads, smem, device);
   const int64_t grid_y = std::clamp<int64_t>(
-      std::min((rc.rows + ty - 1) / ty, std::max<int64_t>(1, wave / grid_x)), 1, 65535);
+      std::min((p.rows + ty - 1) / ty, std::max<int64_t>(1, wave / grid_x)), 1, 65535);
   STD_TORCH_CHECK(grid_x <= 0x7fffffff, "kernforge::fused_relu_add_backward: too many columns");
 
   Tensor partial = torch::stable::new_empty(
-      x, {grid_y, rc.cols}, sizeof(acc_t) == 8 ? ScalarType::Double : ScalarType::Float);
+      p.x, {grid_y, p.cols}, sizeof(acc_t) == 8 ? ScalarType::Double : ScalarType::Float);
   const dim3 block(tx, ty);
   const dim3 grid(static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y));
   backward_with_bias_kernel<scalar_t, VEC><<<grid, block, smem, stream>>>(
-      static_cast<const scalar_t*>(grad.data_ptr()), static_cast<const scalar_t*>(x.data_ptr()),
-      static_cast<scalar_t*>(grad_x.data_ptr()), static_cast<acc_t*>(partial.data_ptr()), rc.rows,
-      rc.cols);
+      static_cast<const scalar_t*>(p.grad.data_ptr()), static_cast<const scalar_t*>(p.x.data_ptr()),
+      static_cast<scalar_t*>(p.grad_x.data_ptr()), static_cast<acc_t*>(partial.data_ptr()), p.rows,
+      p.cols);
   STD_CUDA_KERNEL_LAUNCH_CHECK();
   sum_partials_kernel<scalar_t>
-      <<<static_cast<unsigned>((rc.cols + kSumCols - 1) / kSumCols), dim3(kSumCols, kSumRows), 0,
+      <<<static_cast<unsigned>((p.cols + kSumCols - 1) / kSumCols), dim3(kSumCols, kSumRows), 0,
          stream>>>(static_cast<const acc_t*>(partial.data_ptr()),
-                   static_cast<scalar_t*>(grad_bias.data_ptr()), grid_y, rc.cols);
+                   static_cast<scalar_t*>(p.grad_bias.data_ptr()), grid_y, p.cols);
   STD_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-std::tuple<Tensor, Tensor> backward_with_bias(const Tensor& grad_in, const Tensor& x_in) {
-  const Tensor grad = torch::stable::contiguous(grad_in);
-  const Tensor x = torch::stable::contiguous(x_in);
-  const RowsCols rc(x);
-  Tensor grad_x = empty_contiguous(x);
-  Tensor grad_bias = torch::stable::new_empty(x, {rc.cols});
-  if (rc.cols == 0) return {grad_x, grad_bias};
-  if (rc.rows == 0) {
-    torch::stable::zero_(grad_bias);
-    return {grad_x, grad_bias};
-  }
-  dispatch<Dtypes::Floating>(x.scalar_type(), [&](auto tag) {
+void backward_with_bias(const BiasGradProblem& p) {
+  dispatch<Dtypes::Floating>(p.dtype, [&](auto tag) {
     using scalar_t = typename decltype(tag)::type;
     constexpr int kVec = 16 / sizeof(scalar_t);
-    const bool vec = rc.cols % kVec == 0 && detail::aligned16(grad.data_ptr()) &&
-                     detail::aligned16(x.data_ptr()) && detail::aligned16(grad_x.data_ptr());
+    const bool vec = p.cols % kVec == 0 && detail::aligned16(p.grad.data_ptr()) &&
+                     detail::aligned16(p.x.data_ptr()) && detail::aligned16(p.grad_x.data_ptr());
     if (vec)
-      launch_backward_with_bias<scalar_t, kVec>(grad, x, grad_x, grad_bias, rc);
+      launch_backward_with_bias<scalar_t, kVec>(p);
     else
-      launch_backward_with_bias<scalar_t, 1>(grad, x, grad_x, grad_bias, rc);
+      launch_backward_with_bias<scalar_t, 1>(p);
   });
-  return {grad_x, grad_bias};
 }
 
 }  // namespace

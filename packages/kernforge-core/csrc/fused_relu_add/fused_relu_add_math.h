@@ -48,10 +48,19 @@ Tensor fused_relu_add(const Tensor& x, const Tensor& y, std::optional<Tensor> bi
   return run_elementwise<Launcher, Dtypes::Floating>(dtype, x, {x, y}, make);
 }
 
+// The bias-gradient problem, set up once for both backends: grad and x as
+// contiguous [rows, cols] (cols = the last dimension), grad_x and grad_bias
+// allocated. A backend's pass writes grad_x and grad_bias from it.
+struct BiasGradProblem {
+  Tensor grad, x, grad_x, grad_bias;
+  int64_t rows, cols;
+  ScalarType dtype;
+};
+
 // Returns (grad_x, grad_bias); grad_bias is an empty [0] tensor unless
-// bias_grad. `WithBias(grad, x)` is the backend's single fused pass that
-// writes grad_x and reduces grad over all but the last dimension.
-template <class Launcher, std::tuple<Tensor, Tensor> (*WithBias)(const Tensor&, const Tensor&)>
+// bias_grad. `WithBias` is the backend's single fused pass over a non-empty
+// problem: it writes grad_x and reduces grad over all but the last dimension.
+template <class Launcher, void (*WithBias)(const BiasGradProblem&)>
 std::tuple<Tensor, Tensor> fused_relu_add_backward(const Tensor& grad, const Tensor& x,
                                                    bool bias_grad) {
   const ScalarType dtype =
@@ -60,18 +69,26 @@ std::tuple<Tensor, Tensor> fused_relu_add_backward(const Tensor& grad, const Ten
     fail("fused_relu_add_backward", "a bias gradient needs x with at least one dimension",
          {{"x", &x}});
   typename Launcher::Guard guard(x);
-  if (bias_grad) return WithBias(grad, x);
-  Tensor grad_x = run_elementwise<Launcher, Dtypes::Floating>(dtype, grad, {grad, x},
-                                                              [](auto) { return ReluGradFn{}; });
-  return {grad_x, torch::stable::new_empty(x, {0})};
+  if (!bias_grad) {
+    Tensor grad_x = run_elementwise<Launcher, Dtypes::Floating>(dtype, grad, {grad, x},
+                                                                [](auto) { return ReluGradFn{}; });
+    return {grad_x, torch::stable::new_empty(x, {0})};
+  }
+  const int64_t cols = x.size(x.dim() - 1);
+  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+  const Tensor xc = torch::stable::contiguous(x);
+  BiasGradProblem p{torch::stable::contiguous(grad),
+                    xc,
+                    empty_contiguous(xc),
+                    torch::stable::new_empty(xc, {cols}),
+                    rows,
+                    cols,
+                    dtype};
+  if (rows == 0)
+    torch::stable::zero_(p.grad_bias);  // a sum over nothing
+  else if (cols > 0)
+    WithBias(p);
+  return {p.grad_x, p.grad_bias};
 }
-
-// Shape of the bias-gradient problem: rows = numel / cols, cols = last dim.
-struct RowsCols {
-  int64_t rows, cols;
-  explicit RowsCols(const Tensor& x)
-      : rows(x.size(x.dim() - 1) == 0 ? 0 : x.numel() / x.size(x.dim() - 1)),
-        cols(x.size(x.dim() - 1)) {}
-};
 
 }  // namespace kernforge

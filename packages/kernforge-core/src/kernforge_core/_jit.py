@@ -28,7 +28,8 @@ def build_and_load() -> str:
     cfg = _sources.build_config(cuda)
     name = "kernforge_core_cuda" if cuda else "kernforge_core_cpu"
     tag = f"torch{torch.__version__}-py{sys.version_info.major}{sys.version_info.minor}"
-    build_dir = Path(cpp_extension.get_default_build_root()) / f"{name}-{tag}"
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root()
+    build_dir = Path(root) / f"{name}-{tag}"
     build_dir.mkdir(parents=True, exist_ok=True)
     cpp_extension.load(
         name=name,
