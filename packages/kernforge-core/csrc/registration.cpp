@@ -10,6 +10,11 @@ STABLE_TORCH_LIBRARY(kernforge, m) {
   m.def("add_backward(Tensor grad, float alpha) -> Tensor");
   m.def("fused_relu_add(Tensor x, Tensor y, Tensor? bias=None, float bias_scalar=0) -> Tensor");
   m.def("fused_relu_add_backward(Tensor grad, Tensor x, bool bias_grad) -> (Tensor, Tensor)");
+  m.def(
+      "lltm_forward(Tensor x, Tensor W, Tensor b, Tensor h, Tensor c) -> (Tensor, Tensor, Tensor)");
+  m.def(
+      "lltm_backward(Tensor grad_h, Tensor grad_c, Tensor x, Tensor W, Tensor h, Tensor c_new, "
+      "Tensor gates) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
 }
 
 // `import kernforge_core._C` loads this library, which registers the ops above;

@@ -108,10 +108,11 @@ struct Meta {
 };
 
 // Checks that every tensor (at most 4) is dense, on one CPU or CUDA device,
-// of one supported dtype, and of one shape; returns that dtype. The first
-// tensor sets the reference.
-inline ScalarType check_same(const char* op, Dtypes allowed,
-                             std::initializer_list<NamedTensor> args) {
+// of one supported dtype, and, with `same_shape`, of one shape; returns that
+// dtype. The first tensor sets the reference.
+inline ScalarType check_compatible(const char* op, Dtypes allowed,
+                                   std::initializer_list<NamedTensor> args,
+                                   bool same_shape = false) {
   static const int32_t kCpu = aoti_torch_device_type_cpu();
   static const int32_t kCuda = aoti_torch_device_type_cuda();
   constexpr size_t kMax = 4;
@@ -133,9 +134,16 @@ inline ScalarType check_same(const char* op, Dtypes allowed,
     if (!meta[i]->same_device(ref)) fail(op, "expected all tensors on one device", args);
   for (i = 1; i < args.size(); ++i)
     if (meta[i]->dtype != ref.dtype) fail(op, "expected tensors of one dtype", args);
-  for (i = 1; i < args.size(); ++i)
-    if (!meta[i]->sizes.equals(ref.sizes)) fail(op, "expected tensors of equal shape", args);
+  if (same_shape)
+    for (i = 1; i < args.size(); ++i)
+      if (!meta[i]->sizes.equals(ref.sizes)) fail(op, "expected tensors of equal shape", args);
   return ref.dtype;
+}
+
+// check_compatible, and one shape: the elementwise ops' contract.
+inline ScalarType check_same(const char* op, Dtypes allowed,
+                             std::initializer_list<NamedTensor> args) {
+  return check_compatible(op, allowed, args, true);
 }
 
 // A 1-D tensor broadcast over the last dimension of `like` (a bias).

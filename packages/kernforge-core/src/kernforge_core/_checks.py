@@ -27,6 +27,14 @@ def fail(op: str, what: str, **tensors: Tensor):
 
 def same(op: str, allowed: tuple[torch.dtype, ...], **tensors: Tensor) -> None:
     """Dense tensors on one CPU/CUDA device, of one allowed dtype and one shape."""
+    compatible(op, allowed, **tensors)
+    ref = next(iter(tensors.values()))
+    if any(t.shape != ref.shape for t in tensors.values()):
+        fail(op, "expected tensors of equal shape", **tensors)
+
+
+def compatible(op: str, allowed: tuple[torch.dtype, ...], **tensors: Tensor) -> None:
+    """Dense tensors on one CPU/CUDA device, of one allowed dtype."""
     for n, t in tensors.items():
         if t.layout != torch.strided:
             fail(op, "expected dense (strided) tensors", **{n: t})
@@ -39,8 +47,6 @@ def same(op: str, allowed: tuple[torch.dtype, ...], **tensors: Tensor) -> None:
         fail(op, "expected all tensors on one device", **tensors)
     if any(t.dtype != ref.dtype for t in tensors.values()):
         fail(op, "expected tensors of one dtype", **tensors)
-    if any(t.shape != ref.shape for t in tensors.values()):
-        fail(op, "expected tensors of equal shape", **tensors)
 
 
 def row_vector(op: str, row_name: str, row: Tensor, like_name: str, like: Tensor) -> None:
@@ -70,3 +76,28 @@ def alpha(op: str, t: Tensor, value: float) -> None:
             f"kernforge::{op}: alpha must be an integer for "
             f"{str(t.dtype).removeprefix('torch.')} tensors, got {value:f}"
         )
+
+
+def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> None:
+    """x [B, F], W [3S, S+F], b [3S], h [B, S], c [B, S]; mirrors check_lltm."""
+    op = "lltm"
+    for name, t in (("x", x), ("W", W), ("b", b), ("h", h), ("c", c)):
+        want = 1 if name == "b" else 2
+        if t.dim() != want:
+            fail(op, f"{name} must be {want}-D", **{name: t})
+    compatible(op, FLOATING, x=x, W=W, h=h, c=c)
+    if b.device != x.device:
+        fail(op, "expected all tensors on one device", x=x, b=b)
+    if b.dtype != x.dtype:
+        fail(op, "expected tensors of one dtype", x=x, b=b)
+    batch, features, state = x.shape[0], x.shape[1], h.shape[1]
+    if h.shape[0] != batch or c.shape[0] != batch:
+        fail(op, "x, h and c must have one batch size", x=x, h=h, c=c)
+    if c.shape[1] != state:
+        fail(op, "h and c must have one state size", h=h, c=c)
+    if tuple(W.shape) != (3 * state, state + features):
+        fail(
+            op, f"W must be [3 * state, state + features] = [{3 * state}, {state + features}]", W=W, x=x, h=h
+        )
+    if b.shape[0] != 3 * state:
+        fail(op, f"b must be [3 * state] = [{3 * state}]", b=b, h=h)

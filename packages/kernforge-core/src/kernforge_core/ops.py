@@ -236,3 +236,68 @@ torch.library.register_autograd(
     _fused_relu_add_backward_backward,
     setup_context=_fused_relu_add_backward_setup,
 )
+
+
+# ----------------------------------------------------------------------------- lltm
+
+
+def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+    """One step of the LLTM cell: ``(h', c')``.
+
+    ``X = [h, x]``; ``[g0, g1, g2] = X @ W.T + b``; ``i = sigmoid(g0)``,
+    ``o = sigmoid(g1)``, ``z = elu(g2)``; ``c' = c + z * i``; ``h' = tanh(c') * o``.
+
+    Args:
+        x: ``[B, F]`` input. W: ``[3S, S + F]`` weights. b: ``[3S]`` bias.
+        h, c: ``[B, S]`` hidden and cell state. One floating dtype (half and
+            bfloat16 compute the gates in float32) and one device.
+
+    Returns:
+        ``(h', c')``, each ``[B, S]``. Differentiable in every input.
+
+    Raises:
+        RuntimeError: naming the argument, for wrong ranks or sizes, or mixed
+            dtypes or devices, before any kernel runs.
+
+    The CPU kernels are in this release; CUDA kernels are not written yet.
+    """
+    if _needs_autograd(x, W, b, h, c):
+        h_new, c_new, _ = _ops.lltm_forward.default(x, W, b, h, c)
+    else:
+        with _below_autograd():
+            h_new, c_new, _ = _ops.lltm_forward.default(x, W, b, h, c)
+    return h_new, c_new
+
+
+@torch.library.register_fake("kernforge::lltm_forward")
+def _(x, W, b, h, c):
+    _checks.lltm(x, W, b, h, c)
+    batch, state = h.shape
+    return h.new_empty((batch, state)), h.new_empty((batch, state)), h.new_empty((batch, 3 * state))
+
+
+def _lltm_setup(ctx, inputs, output):
+    x, W, _, h, _ = inputs
+    _, c_new, gates = output
+    ctx.save_for_backward(x, W, h, c_new, gates)
+
+
+def _lltm_backward(ctx, grad_h, grad_c, _grad_gates):
+    x, W, h, c_new, gates = ctx.saved_tensors
+    d_x, d_W, d_b, d_h, d_c = _ops.lltm_backward.default(grad_h, grad_c, x, W, h, c_new, gates)
+    return d_x, d_W, d_b, d_h, d_c
+
+
+torch.library.register_autograd("kernforge::lltm_forward", _lltm_backward, setup_context=_lltm_setup)
+
+
+@torch.library.register_fake("kernforge::lltm_backward")
+def _(grad_h, grad_c, x, W, h, c_new, gates):
+    _checks.compatible("lltm_backward", _checks.FLOATING, grad_h=grad_h, grad_c=grad_c, h=h, c_new=c_new)
+    return (
+        x.new_empty(x.shape),
+        W.new_empty(W.shape),
+        W.new_empty(W.shape[:1]),
+        h.new_empty(h.shape),
+        h.new_empty(h.shape),
+    )

@@ -6,8 +6,8 @@ modules and :mod:`kernforge.reference` the pure-PyTorch implementations.
 """
 
 from . import functional, nn, reference
-from .functional import add, fused_relu_add, mul
+from .functional import add, fused_relu_add, lltm, mul
 
 __version__ = "0.1.0"
 
-__all__ = ["add", "functional", "fused_relu_add", "mul", "nn", "reference"]
+__all__ = ["add", "functional", "fused_relu_add", "lltm", "mul", "nn", "reference"]

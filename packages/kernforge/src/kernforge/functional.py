@@ -30,5 +30,6 @@ BACKEND = "reference" if _impl is reference else "kernels"
 mul = _impl.mul
 add = _impl.add
 fused_relu_add = _impl.fused_relu_add
+lltm = _impl.lltm
 
-__all__ = ["BACKEND", "add", "fused_relu_add", "mul"]
+__all__ = ["BACKEND", "add", "fused_relu_add", "lltm", "mul"]

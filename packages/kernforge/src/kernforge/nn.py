@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor, nn
 
@@ -33,3 +35,52 @@ class FusedReLUAdd(nn.Module):
 
     def extra_repr(self) -> str:
         return f"features={self.features}"
+
+
+class LLTM(nn.Module):
+    """The LLTM recurrent cell: an LSTM-like cell without a forget gate, with an
+    ELU candidate (see :func:`kernforge.functional.lltm` for the equations).
+
+    Args:
+        input_features: F, the size of each input.
+        state_size: S, the size of the hidden and cell state.
+        device, dtype: of the parameters.
+
+    Parameters ``weight [3S, S + F]`` and ``bias [3S]`` start uniform in
+    ``(-1/sqrt(S), 1/sqrt(S))``.
+
+    Shape:
+        forward(x ``[B, F]``, (h ``[B, S]``, c ``[B, S]``)) -> (h', c'), each ``[B, S]``.
+    """
+
+    def __init__(self, input_features: int, state_size: int, device=None, dtype=None):
+        super().__init__()
+        if input_features < 1 or state_size < 1:
+            raise ValueError(
+                f"input_features and state_size must be positive, got {input_features} and {state_size}"
+            )
+        self.input_features = input_features
+        self.state_size = state_size
+        kw = {"device": device, "dtype": dtype}
+        self.weight = nn.Parameter(torch.empty(3 * state_size, state_size + input_features, **kw))
+        self.bias = nn.Parameter(torch.empty(3 * state_size, **kw))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1.0 / math.sqrt(self.state_size)
+        for p in self.parameters():
+            nn.init.uniform_(p, -bound, bound)
+
+    def forward(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+        h, c = state
+        return F.lltm(x, self.weight, self.bias, h, c)
+
+    def reference(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+        """The same step in plain PyTorch (:func:`kernforge.reference.lltm`)."""
+        from . import reference
+
+        h, c = state
+        return reference.lltm(x, self.weight, self.bias, h, c)
+
+    def extra_repr(self) -> str:
+        return f"input_features={self.input_features}, state_size={self.state_size}"

@@ -26,3 +26,12 @@ def add(a: Tensor, b: Tensor, alpha: float = 1) -> Tensor:
 def fused_relu_add(x: Tensor, y: Tensor, bias: Tensor | float = 0.0) -> Tensor:
     """``relu(x) + y + bias``; a tensor bias broadcasts over the last dimension."""
     return torch.relu(x) + y + bias
+
+
+def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+    """One LLTM step in plain PyTorch: ``(h', c')`` (see :func:`kernforge.functional.lltm`)."""
+    gates = torch.nn.functional.linear(torch.cat([h, x], dim=1), W, b)
+    g0, g1, g2 = gates.chunk(3, dim=1)
+    i, o, z = torch.sigmoid(g0), torch.sigmoid(g1), torch.nn.functional.elu(g2)
+    c_new = c + z * i
+    return torch.tanh(c_new) * o, c_new

@@ -1,0 +1,164 @@
+// The LLTM cell (an LSTM-like cell without a forget gate, ELU candidate):
+//   X = [h, x];  gates = X @ W^T + b = [g0, g1, g2] (each [B, S])
+//   i = sigmoid(g0), o = sigmoid(g1), z = elu(g2);  c' = c + z * i;  h' = tanh(c') * o
+// The per-element gate math (forward and backward, shared by CPU and CUDA),
+// and the backend-generic entries around the GEMMs.
+#pragma once
+
+#include <torch/csrc/stable/ops.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/checks.h"
+#include "common/elementwise.h"
+
+namespace kernforge {
+
+template <class T>
+C10_HOST_DEVICE inline T sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+
+// One (b, s) element. Inputs are pre-activations (bias added); writes the
+// activated gates, the new cell and the new hidden state.
+template <class T>
+C10_HOST_DEVICE inline void lltm_cell_forward(T g0, T g1, T g2, T c, T& i, T& o, T& z, T& c_new,
+                                              T& h_new) {
+  i = sigmoid(g0);
+  o = sigmoid(g1);
+  z = g2 > T(0) ? g2 : std::expm1(g2);
+  c_new = c + z * i;
+  h_new = std::tanh(c_new) * o;
+}
+
+// One (b, s) element of the backward: from the incoming gradients and the
+// saved activated gates and new cell, the pre-activation gradients and the
+// gradient for the old cell. elu'(g2) = 1 where g2 > 0, else z + 1.
+template <class T>
+C10_HOST_DEVICE inline void lltm_cell_backward(T grad_h, T grad_c, T i, T o, T z, T c_new, T& d0,
+                                               T& d1, T& d2, T& dc) {
+  const T t = std::tanh(c_new);
+  dc = grad_c + grad_h * o * (T(1) - t * t);
+  const T di = dc * z, dout = grad_h * t, dz = dc * i;
+  d0 = di * i * (T(1) - i);
+  d1 = dout * o * (T(1) - o);
+  d2 = dz * (z > T(0) ? T(1) : z + T(1));
+}
+
+// What a backend's forward gate pass reads and writes ([B, 3S] / [B, S],
+// contiguous): pre (X @ W^T), bias [3S], c -> gates (activated), c_new, h_new.
+struct LltmForward {
+  Tensor pre, bias, c, gates, c_new, h_new;
+  int64_t batch, state;
+  ScalarType dtype;
+};
+
+// What a backend's backward gate pass reads and writes: grad_h, grad_c,
+// gates, c_new -> d_gates [B, 3S] (pre-activation gradients), d_c [B, S].
+struct LltmBackward {
+  Tensor grad_h, grad_c, gates, c_new, d_gates, d_c;
+  int64_t batch, state;
+  ScalarType dtype;
+};
+
+namespace detail {
+
+inline Tensor cat_columns(const Tensor& a, const Tensor& b) {
+  std::array<StableIValue, 2> stack{torch::stable::detail::from(std::vector<Tensor>{a, b}),
+                                    torch::stable::detail::from(int64_t{1})};
+  if (torch_call_dispatcher("aten::cat", "", stack.data(), TORCH_ABI_VERSION) != AOTI_TORCH_SUCCESS)
+    throw std::runtime_error("kernforge::lltm: aten::cat failed");
+  return torch::stable::detail::to<Tensor>(stack[0]);
+}
+
+inline Tensor contiguous_empty(const Tensor& like, std::vector<int64_t> sizes) {
+  return torch::stable::new_empty(like, sizes);
+}
+
+// x [B, F], W [3S, S+F], b [3S], h [B, S], c [B, S]: one dtype and device.
+inline ScalarType check_lltm(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& h,
+                             const Tensor& c) {
+  const char* op = "lltm";
+  for (const NamedTensor& a : {NamedTensor{"x", &x}, NamedTensor{"W", &W}, NamedTensor{"b", &b},
+                               NamedTensor{"h", &h}, NamedTensor{"c", &c}}) {
+    const int64_t want = a.second == &b ? 1 : 2;
+    if (a.second->dim() != want)
+      fail(op, std::string(a.first) + " must be " + std::to_string(want) + "-D", {a});
+  }
+  const ScalarType dtype =
+      check_compatible(op, Dtypes::Floating, {{"x", &x}, {"W", &W}, {"h", &h}, {"c", &c}});
+  const Meta mx(x), mb(b);
+  if (!mb.same_device(mx)) fail(op, "expected all tensors on one device", {{"x", &x}, {"b", &b}});
+  if (mb.dtype != mx.dtype) fail(op, "expected tensors of one dtype", {{"x", &x}, {"b", &b}});
+  const int64_t batch = x.size(0), features = x.size(1), state = h.size(1);
+  if (h.size(0) != batch || c.size(0) != batch)
+    fail(op, "x, h and c must have one batch size", {{"x", &x}, {"h", &h}, {"c", &c}});
+  if (c.size(1) != state) fail(op, "h and c must have one state size", {{"h", &h}, {"c", &c}});
+  if (W.size(0) != 3 * state || W.size(1) != state + features)
+    fail(op,
+         "W must be [3 * state, state + features] = [" + std::to_string(3 * state) + ", " +
+             std::to_string(state + features) + "]",
+         {{"W", &W}, {"x", &x}, {"h", &h}});
+  if (b.size(0) != 3 * state)
+    fail(op, "b must be [3 * state] = [" + std::to_string(3 * state) + "]", {{"b", &b}, {"h", &h}});
+  return dtype;
+}
+
+}  // namespace detail
+
+// Returns (h_new, c_new, gates); gates are the activated [i, o, z], saved for
+// the backward. `Gates` is the backend's pointwise pass.
+template <class Launcher, void (*Gates)(const LltmForward&)>
+std::tuple<Tensor, Tensor, Tensor> lltm_forward(const Tensor& x, const Tensor& W, const Tensor& b,
+                                                const Tensor& h, const Tensor& c) {
+  const ScalarType dtype = detail::check_lltm(x, W, b, h, c);
+  typename Launcher::Guard guard(x);
+  const int64_t batch = x.size(0), state = h.size(1);
+  const Tensor X = detail::cat_columns(h, x);
+  LltmForward p{
+      torch::stable::contiguous(torch::stable::matmul(X, torch::stable::transpose(W, 0, 1))),
+      torch::stable::contiguous(b),
+      torch::stable::contiguous(c),
+      detail::contiguous_empty(x, {batch, 3 * state}),
+      detail::contiguous_empty(x, {batch, state}),
+      detail::contiguous_empty(x, {batch, state}),
+      batch,
+      state,
+      dtype};
+  if (batch * state > 0) Gates(p);
+  return {p.h_new, p.c_new, p.gates};
+}
+
+// Returns (d_x, d_W, d_b, d_h, d_c). `Gates` is the backend's pointwise pass.
+template <class Launcher, void (*Gates)(const LltmBackward&)>
+std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_backward(
+    const Tensor& grad_h, const Tensor& grad_c, const Tensor& x, const Tensor& W, const Tensor& h,
+    const Tensor& c_new, const Tensor& gates) {
+  const ScalarType dtype =
+      check_same("lltm_backward", Dtypes::Floating,
+                 {{"grad_h", &grad_h}, {"grad_c", &grad_c}, {"h", &h}, {"c_new", &c_new}});
+  typename Launcher::Guard guard(x);
+  const int64_t batch = h.size(0), state = h.size(1), features = x.size(1);
+  LltmBackward p{torch::stable::contiguous(grad_h),
+                 torch::stable::contiguous(grad_c),
+                 torch::stable::contiguous(gates),
+                 torch::stable::contiguous(c_new),
+                 detail::contiguous_empty(x, {batch, 3 * state}),
+                 detail::contiguous_empty(x, {batch, state}),
+                 batch,
+                 state,
+                 dtype};
+  if (batch * state > 0) Gates(p);
+  const Tensor X = detail::cat_columns(h, x);
+  Tensor d_W = torch::stable::matmul(torch::stable::transpose(p.d_gates, 0, 1), X);
+  Tensor d_b = torch::stable::sum(p.d_gates, std::vector<int64_t>{0});
+  Tensor d_X = torch::stable::matmul(p.d_gates, W);
+  Tensor d_h = torch::stable::contiguous(torch::stable::narrow(d_X, 1, 0, state));
+  Tensor d_x = torch::stable::contiguous(torch::stable::narrow(d_X, 1, state, features));
+  return {d_x, d_W, d_b, d_h, p.d_c};
+}
+
+}  // namespace kernforge
