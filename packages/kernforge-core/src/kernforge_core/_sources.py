@@ -84,6 +84,9 @@ def build_config(cuda: bool, csrc: Path = CSRC, relative_to: Path | None = None)
         cuda=cuda,
         sources=sources,
         include_dirs=[str(csrc)],
-        cxx_flags=[*_COMMON, "-fvisibility=hidden"] + (["-DUSE_CUDA"] if cuda else []),
+        # -fno-trapping-math: no kernel relies on floating-point exception
+        # flags, and without it GCC keeps branches in loops with comparisons
+        # (clamps, selects), so the LLTM gate loops did not vectorize.
+        cxx_flags=[*_COMMON, "-fvisibility=hidden", "-fno-trapping-math"] + (["-DUSE_CUDA"] if cuda else []),
         nvcc_flags=[*_COMMON, "-DUSE_CUDA", "-Xcompiler=-fvisibility=hidden", "-lineinfo"],
     )

@@ -280,10 +280,15 @@ def _lltm_setup(ctx, inputs, output):
     x, W, _, h, _ = inputs
     _, c_new, gates = output
     ctx.save_for_backward(x, W, h, c_new, gates)
+    ctx.set_materialize_grads(False)  # gates never gets a gradient: no zero-filled tensor for it
 
 
 def _lltm_backward(ctx, grad_h, grad_c, _grad_gates):
     x, W, h, c_new, gates = ctx.saved_tensors
+    if grad_h is None:
+        grad_h = torch.zeros_like(c_new)
+    if grad_c is None:
+        grad_c = torch.zeros_like(c_new)
     d_x, d_W, d_b, d_h, d_c = _ops.lltm_backward.default(grad_h, grad_c, x, W, h, c_new, gates)
     return d_x, d_W, d_b, d_h, d_c
 
