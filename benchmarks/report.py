@@ -39,6 +39,7 @@ CPU_TARGETS = {
     "mul": [("within 5% of eager", lambda r: r["median"] <= 1.05 * r["eager"])],
     "add": [("within 5% of eager", lambda r: r["median"] <= 1.05 * r["eager"])],
     "fused_relu_add": [("≥1.5x faster than eager", lambda r: r["eager"] / r["median"] >= 1.5)],
+    "lltm": [("no slower than eager", lambda r: r["median"] <= r["eager"])],
 }
 
 
@@ -61,13 +62,14 @@ def rows(data: dict) -> list[dict]:
         if case == "copy" or impl != "kernforge":
             continue
         row = {"case": case, "dtype": dtype, "n": n, "median": median, "bytes": info["bytes"]}
+        row["size"] = info.get("size") or f"2^{n.bit_length() - 1}"
         for other in ("eager", "compile"):
             hit = by_key.get((case, dtype, n, other))
             row[other] = hit[0] if hit else None
         copy = by_key.get(("copy", dtype, n, "eager"))
-        row["gbps"] = info["bytes"] / median / 1e9
+        row["gbps"] = info["bytes"] / median / 1e9 if info["bytes"] else None
         row["copy_gbps"] = copy[1]["bytes"] / copy[0] / 1e9 if copy else None
-        row["of_copy"] = row["gbps"] / row["copy_gbps"] if copy else None
+        row["of_copy"] = row["gbps"] / row["copy_gbps"] if copy and row["gbps"] else None
         out.append(row)
     return out
 
@@ -87,12 +89,13 @@ def table(data: dict) -> str:
     ]
     for r in rows(data):
         ratio = {o: "" if r[o] is None else f"{r[o] / r['median']:.2f}x" for o in ("eager", "compile")}
+        gbps = "" if r["gbps"] is None else f"{r['gbps']:.0f}"
         copy = "" if r["copy_gbps"] is None else f"{r['copy_gbps']:.0f}"
         of_copy = "" if r["of_copy"] is None else f"{100 * r['of_copy']:.1f}%"
         lines.append(
-            f"| {r['case']} | {r['dtype']} | 2^{r['n'].bit_length() - 1} | {_us(r['median'])} | "
+            f"| {r['case']} | {r['dtype']} | {r['size']} | {_us(r['median'])} | "
             f"{_us(r['eager'])} | {_us(r['compile'])} | {ratio['eager']} | {ratio['compile']} | "
-            f"{r['gbps']:.0f} | {copy} | {of_copy} |"
+            f"{gbps} | {copy} | {of_copy} |"
         )
     return "\n".join(lines)
 
@@ -108,7 +111,7 @@ def check_targets(data: dict) -> list[str]:
             except TypeError:  # a figure the check needs was not measured
                 passed = None
             verdict = {True: "PASS", False: "MISS", None: "n/a "}[passed]
-            out.append(f"{verdict}  {r['case']} {r['dtype']}: {what}")
+            out.append(f"{verdict}  {r['case']} {r['dtype']} {r['size']}: {what}")
     return out
 
 
