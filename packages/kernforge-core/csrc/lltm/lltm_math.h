@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "common/checks.h"
-#include "common/elementwise.h"
 
 namespace kernforge {
 
@@ -129,10 +128,6 @@ inline Tensor cat_columns(const Tensor& a, const Tensor& b) {
   return torch::stable::detail::to<Tensor>(stack[0]);
 }
 
-inline Tensor contiguous_empty(const Tensor& like, std::vector<int64_t> sizes) {
-  return torch::stable::new_empty(like, sizes);
-}
-
 // x [B, F], W [3S, S+F], b [3S], h [B, S], c [B, S]: one dtype and device.
 inline ScalarType check_lltm(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& h,
                              const Tensor& c) {
@@ -177,9 +172,9 @@ std::tuple<Tensor, Tensor, Tensor> lltm_forward(const Tensor& x, const Tensor& W
       torch::stable::contiguous(torch::stable::matmul(X, torch::stable::transpose(W, 0, 1))),
       torch::stable::contiguous(b),
       torch::stable::contiguous(c),
-      detail::contiguous_empty(x, {batch, 3 * state}),
-      detail::contiguous_empty(x, {batch, state}),
-      detail::contiguous_empty(x, {batch, state}),
+      torch::stable::new_empty(x, {batch, 3 * state}),
+      torch::stable::new_empty(x, {batch, state}),
+      torch::stable::new_empty(x, {batch, state}),
       batch,
       state,
       dtype};
@@ -201,8 +196,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_backward(
                  torch::stable::contiguous(grad_c),
                  torch::stable::contiguous(gates),
                  torch::stable::contiguous(c_new),
-                 detail::contiguous_empty(x, {batch, 3 * state}),
-                 detail::contiguous_empty(x, {batch, state}),
+                 torch::stable::new_empty(x, {batch, 3 * state}),
+                 torch::stable::new_empty(x, {batch, state}),
                  batch,
                  state,
                  dtype};
