@@ -289,8 +289,7 @@ def _lltm_backward(ctx, grad_h, grad_c, _grad_gates):
         grad_h = torch.zeros_like(c_new)
     if grad_c is None:
         grad_c = torch.zeros_like(c_new)
-    d_x, d_W, d_b, d_h, d_c = _ops.lltm_backward.default(grad_h, grad_c, x, W, h, c_new, gates)
-    return d_x, d_W, d_b, d_h, d_c
+    return _ops.lltm_backward.default(grad_h, grad_c, x, W, h, c_new, gates)  # (d_x, d_W, d_b, d_h, d_c)
 
 
 torch.library.register_autograd("kernforge::lltm_forward", _lltm_backward, setup_context=_lltm_setup)
