@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "alloc.h"
 #include "dispatch.h"
 
 #if defined(__CUDACC__)
@@ -146,35 +147,6 @@ ElementwisePlan<NIN, ROW> plan_elementwise(const Tensor& out, std::array<Tensor,
     p.path = aligned ? Path::Vectorized : Path::Flat;
   }
   return p;
-}
-
-// A fresh contiguous tensor of `like`'s shape, dtype and device, from torch's
-// allocator (the caching allocator on CUDA). Straight through the C shim: a
-// boxed dispatcher call (torch::stable::new_empty) costs microseconds per op.
-inline Tensor empty_contiguous(const Tensor& like) {
-  const auto shape = like.sizes();
-  const int64_t ndim = static_cast<int64_t>(shape.size());
-  int64_t strides[kMaxDims];
-  std::vector<int64_t> heap;
-  int64_t* st = strides;
-  if (ndim > kMaxDims) {
-    heap.resize(ndim);
-    st = heap.data();
-  }
-  int64_t stride = 1;
-  for (int64_t d = ndim - 1; d >= 0; --d) {
-    st[d] = stride;
-    stride *= shape[d] > 1 ? shape[d] : 1;
-  }
-  int32_t dtype, device_type, device_index;
-  AtenTensorHandle out = nullptr;
-  if (aoti_torch_get_dtype(like.get(), &dtype) != AOTI_TORCH_SUCCESS ||
-      aoti_torch_get_device_type(like.get(), &device_type) != AOTI_TORCH_SUCCESS ||
-      aoti_torch_get_device_index(like.get(), &device_index) != AOTI_TORCH_SUCCESS ||
-      aoti_torch_empty_strided(ndim, shape.data(), st, dtype, device_type, device_index, &out) !=
-          AOTI_TORCH_SUCCESS)
-    throw std::runtime_error("kernforge: could not allocate the output tensor");
-  return Tensor(out);
 }
 
 }  // namespace kernforge
