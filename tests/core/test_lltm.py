@@ -1,6 +1,11 @@
-"""The LLTM cell against its pure-PyTorch reference on the CPU (CUDA kernels
-are not written yet): forward, every gradient, opcheck, gradcheck,
-torch.compile over an unrolled sequence, and bad input."""
+"""The LLTM cell against its pure-PyTorch reference on the CPU and CUDA:
+forward, every gradient, opcheck, gradcheck, torch.compile over an unrolled
+sequence, CUDA-graph capture of a training step, and bad input.
+
+On CUDA, problems with B * 3S * (S + F) <= 2^22 (and no dimension above 2048)
+run one fused GEMM + gates kernel per direction; larger ones run cuBLAS GEMMs
+around fused pointwise kernels. The sizes below cover both paths and tile
+edges (sizes that are not multiples of 32 or 8)."""
 
 from __future__ import annotations
 
@@ -20,54 +25,130 @@ TOL = {
     torch.bfloat16: {"rtol": 4e-2, "atol": 4e-2},
     torch.float16: {"rtol": 1e-2, "atol": 1e-2},
 }
+DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).removeprefix("torch."))
+SMALL_SIZES = [(1, 1, 1), (5, 7, 3), (16, 32, 128), (33, 40, 70)]
+# Past the fused path: by the product, by the batch, by the state.
+GEMM_SIZES = [(64, 256, 512), (2100, 3, 5), (2, 3, 700)]
 
 
-def _inputs(batch, features, state, dtype, gen):
-    x = random((batch, features), dtype, "cpu", gen)
-    W = random((3 * state, state + features), dtype, "cpu", gen) * (state + features) ** -0.5
-    b = random((3 * state,), dtype, "cpu", gen)
-    h = random((batch, state), dtype, "cpu", gen)
-    c = random((batch, state), dtype, "cpu", gen)
+def _inputs(batch, features, state, dtype, gen, device="cpu"):
+    x = random((batch, features), dtype, device, gen)
+    W = random((3 * state, state + features), dtype, device, gen) * (state + features) ** -0.5
+    b = random((3 * state,), dtype, device, gen)
+    h = random((batch, state), dtype, device, gen)
+    c = random((batch, state), dtype, device, gen)
     return [t.to(dtype) for t in (x, W, b, h, c)]
 
 
-@pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).removeprefix("torch."))
-@pytest.mark.parametrize("size", [(1, 1, 1), (5, 7, 3), (16, 32, 128)], ids=str)
-def test_forward_and_gradients_match_reference(dtype, size):
-    gen = torch.Generator().manual_seed(31)
-    ins = _inputs(*size, dtype, gen)
+def _poison(device, *shapes):
+    """On CUDA, frees NaN-filled blocks of the outputs' sizes so that the op's
+    outputs likely start as NaN; close() then catches unwritten elements."""
+    if device == "cuda":
+        blocks = [torch.full(s, float("nan"), device=device) for s in shapes]
+        del blocks
+
+
+def _check_against_reference(ins, dtype, device, gen, tol):
     ours = [t.clone().requires_grad_() for t in ins]
     refs = [t.double().requires_grad_() for t in ins]
+    batch, state = ins[3].shape
+    _poison(device, (batch, state), (batch, state), (batch, 3 * state))
     h, c = kernforge.lltm(*ours)
     rh, rc = reference.lltm(*refs)
-    close(h, rh.to(dtype), **TOL[dtype])
-    close(c, rc.to(dtype), **TOL[dtype])
-    gh, gc = random(h.shape, dtype, "cpu", gen), random(c.shape, dtype, "cpu", gen)
+    close(h, rh.to(dtype), **tol)
+    close(c, rc.to(dtype), **tol)
+    gh, gc = random(h.shape, dtype, device, gen), random(c.shape, dtype, device, gen)
+    _poison(device, *(t.shape for t in ins))
     torch.autograd.backward((h, c), (gh, gc))
     torch.autograd.backward((rh, rc), (gh.double(), gc.double()))
     for name, o, r in zip("xWbhc", ours, refs, strict=True):
         assert o.grad is not None, name
-        close(o.grad, r.grad.to(dtype), **TOL[dtype])
+        close(o.grad, r.grad.to(dtype), **tol)
 
 
-def test_only_the_cell_gradient_flows():
+@DTYPES
+@pytest.mark.parametrize("size", SMALL_SIZES + GEMM_SIZES, ids=str)
+def test_forward_and_gradients_match_reference(device, dtype, size):
+    gen = torch.Generator().manual_seed(31)
+    ins = _inputs(*size, dtype, gen, device)
+    tol = TOL[dtype]
+    if dtype in (torch.float16, torch.bfloat16):
+        # Inputs of every product are rounded to 8 or 11 bits: the absolute
+        # error of a sum of n terms grows like sqrt(n) (n = batch for d_W and
+        # d_b, S + F for the gates and d_X).
+        n = max(size[0], size[1] + size[2])
+        tol = {"rtol": tol["rtol"], "atol": tol["atol"] * max(1.0, (n / 32) ** 0.5)}
+    _check_against_reference(ins, dtype, device, gen, tol)
+
+
+@pytest.mark.parametrize("layout", ["W transposed", "x sliced", "h expanded"])
+def test_non_contiguous_inputs(device, layout):
+    gen = torch.Generator().manual_seed(33)
+    x, W, b, h, c = _inputs(6, 5, 9, torch.float64, gen, device)
+    if layout == "W transposed":
+        W = W.T.contiguous().T
+    elif layout == "x sliced":
+        x = torch.cat([x, x], 1)[:, ::2]
+    else:
+        h = h[:1].expand_as(h)
+    assert not all(t.is_contiguous() for t in (x, W, h))
+    _check_against_reference([x, W, b, h, c], torch.float64, device, gen, TOL[torch.float64])
+
+
+@pytest.mark.parametrize("size", [(0, 3, 4), (2, 3, 0), (0, 0, 2)], ids=str)
+def test_empty(device, size):
+    gen = torch.Generator().manual_seed(35)
+    ins = [t.requires_grad_() for t in _inputs(*size, torch.float32, gen, device)]
+    h, c = kernforge.lltm(*ins)
+    assert h.shape == c.shape == (size[0], size[2])
+    grads = torch.autograd.grad(h.sum() + c.sum(), ins)
+    for g, t in zip(grads, ins, strict=True):
+        assert g.shape == t.shape
+        assert torch.all(g == 0)  # an empty batch or state: every gradient is an empty sum
+
+
+@pytest.mark.parametrize("size", [(5, 7, 3), (64, 256, 512)], ids=str)
+def test_backward_reads_strided_gradients_in_place(device, size):
+    # In a sequence, grad_h is the h block of the next step's d_X = [d_h, d_x]:
+    # rows with a stride. That, a transposed and an expanded gradient must give
+    # what contiguous copies give.
+    gen = torch.Generator().manual_seed(39)
+    x, W, b, h, c = _inputs(*size, torch.float32, gen, device)
+    batch, _, state = size
+    _, c_new, gates = torch.ops.kernforge.lltm_forward(x, W, b, h, c)
+    wide = random((batch, 2 * state + 1), torch.float32, device, gen)
+    for grad_h, grad_c in [
+        (wide[:, :state], wide[:, state + 1 :]),
+        (random((state, batch), torch.float32, device, gen).T, wide[:1, :state].expand(batch, state)),
+    ]:
+        got = torch.ops.kernforge.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates)
+        want = torch.ops.kernforge.lltm_backward(
+            grad_h.contiguous(), grad_c.contiguous(), x, W, h, c_new, gates
+        )
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def test_only_the_cell_gradient_flows(device):
     gen = torch.Generator().manual_seed(37)
-    x, W, b, h, c = _inputs(4, 3, 5, torch.float64, gen)
+    x, W, b, h, c = _inputs(4, 3, 5, torch.float64, gen, device)
     c.requires_grad_()
     _, c_new = kernforge.lltm(x, W, b, h, c)
     c_new.sum().backward()  # h' unused: its gradient is zero
     assert torch.all(c.grad == 1)
 
 
-def test_gradcheck():
+@pytest.mark.parametrize("size", [(3, 4, 5), (2, 2, 3)], ids=str)
+def test_gradcheck(device, size):
     gen = torch.Generator().manual_seed(41)
-    ins = [t.requires_grad_() for t in _inputs(3, 4, 5, torch.float64, gen)]
+    ins = [t.requires_grad_() for t in _inputs(*size, torch.float64, gen, device)]
     assert torch.autograd.gradcheck(kernforge.lltm, ins)
 
 
-def test_opcheck():
+@pytest.mark.parametrize("size", [(3, 4, 5), (64, 256, 512)], ids=str)
+def test_opcheck(device, size):
     gen = torch.Generator().manual_seed(43)
-    ins = _inputs(3, 4, 5, torch.float32, gen)
+    ins = _inputs(*size, torch.float32, gen, device)
     torch.library.opcheck(torch.ops.kernforge.lltm_forward.default, tuple(t.requires_grad_() for t in ins))
     x, W, b, h, c = (t.detach() for t in ins)
     h_new, c_new, gates = torch.ops.kernforge.lltm_forward(x, W, b, h, c)
@@ -77,12 +158,12 @@ def test_opcheck():
     )
 
 
-def test_compile_unrolled_sequence_forward_and_backward():
+def test_compile_unrolled_sequence_forward_and_backward(device):
     torch._dynamo.reset()
     gen = torch.Generator().manual_seed(47)
-    cell = kernforge.nn.LLTM(6, 8, dtype=torch.float64)
-    xs = random((5, 4, 6), torch.float64, "cpu", gen)
-    h0, c0 = torch.zeros(4, 8, dtype=torch.float64), torch.zeros(4, 8, dtype=torch.float64)
+    cell = kernforge.nn.LLTM(6, 8, device=device, dtype=torch.float64)
+    xs = random((5, 4, 6), torch.float64, device, gen)
+    h0 = c0 = torch.zeros(4, 8, dtype=torch.float64, device=device)
 
     def run(step, xs):
         h, c = h0, c0
@@ -145,6 +226,37 @@ def test_bad_input(name, build, message):
         torch.ops.kernforge.lltm_forward(*[mode.from_tensor(a) for a in args])
 
 
+@pytest.mark.cuda
+def test_mixed_devices():
+    x, W, b, h, c = (_t(2, 3), _t(12, 7), _t(12), _t(2, 4), _t(2, 4))
+    with pytest.raises(RuntimeError, match=re.escape("kernforge::lltm: expected all tensors on one device")):
+        kernforge.lltm(x.cuda(), W.cuda(), b.cuda(), h, c.cuda())
+    with pytest.raises(RuntimeError, match=re.escape("kernforge::lltm: expected all tensors on one device")):
+        kernforge.lltm(x.cuda(), W.cuda(), b, h.cuda(), c.cuda())
+
+
+BACKWARD_ERRORS = [
+    ("gates", {"gates": _t(2, 11)}, "gates must be [batch, 3 * state] = [2, 12], got gates: [2, 11]"),
+    ("W", {"W": _t(12, 8)}, "W must be [3 * state, state + features] = [12, 7], got W: [12, 8]"),
+    ("x", {"x": _t(3, 3)}, "h must be [B, S] and x [B, F], got x: [3, 3]"),
+    ("grad_c", {"grad_c": _t(2, 5)}, "expected tensors of equal shape"),
+    ("dtype", {"gates": _t(2, 12, dtype=torch.float64)}, "expected tensors of one dtype"),
+]
+
+
+@pytest.mark.parametrize("name,change,message", BACKWARD_ERRORS, ids=[e[0] for e in BACKWARD_ERRORS])
+def test_bad_backward_input(device, name, change, message):
+    args = {"grad_h": _t(2, 4), "grad_c": _t(2, 4), "x": _t(2, 3), "W": _t(12, 7), "h": _t(2, 4)}
+    args |= {"c_new": _t(2, 4), "gates": _t(2, 12)}
+    args = {k: v.to(device) for k, v in (args | change).items()}
+    expected = re.escape(f"kernforge::lltm_backward: {message}")
+    with pytest.raises(RuntimeError, match=expected):
+        torch.ops.kernforge.lltm_backward(*args.values())
+    mode = FakeTensorMode()
+    with mode, pytest.raises(RuntimeError, match=expected):
+        torch.ops.kernforge.lltm_backward(*[mode.from_tensor(a) for a in args.values()])
+
+
 def test_module_init_and_reference():
     torch.manual_seed(0)
     cell = kernforge.nn.LLTM(10, 16)
@@ -156,21 +268,22 @@ def test_module_init_and_reference():
         kernforge.nn.LLTM(0, 4)
 
 
-def test_training_loss_matches_the_reference_module():
+def test_training_loss_matches_the_reference_module(device):
     # A few hundred steps on a synthetic sequence task, once through the
     # kernels and once through the reference, from the same initial weights.
     def train(use_reference: bool) -> list[float]:
         torch.manual_seed(1)
-        cell = kernforge.nn.LLTM(4, 8, dtype=torch.float64)
-        head = torch.nn.Linear(8, 1, dtype=torch.float64)
+        kw = {"device": device, "dtype": torch.float64}
+        cell = kernforge.nn.LLTM(4, 8, **kw)
+        head = torch.nn.Linear(8, 1, **kw)
         opt = torch.optim.Adam([*cell.parameters(), *head.parameters()], lr=1e-2)
         data = torch.Generator().manual_seed(2)
         step = cell.reference if use_reference else cell
         losses = []
         for _ in range(200):
-            xs = torch.randn(6, 16, 4, generator=data, dtype=torch.float64)
+            xs = torch.randn(6, 16, 4, generator=data, dtype=torch.float64).to(device)
             target = xs[..., 0].sum(0, keepdim=True).T  # the running sum of feature 0
-            h = c = torch.zeros(16, 8, dtype=torch.float64)
+            h = c = torch.zeros(16, 8, **kw)
             for t in range(xs.shape[0]):
                 h, c = step(xs[t], (h, c))
             loss = (head(h) - target).square().mean()
@@ -183,3 +296,53 @@ def test_training_loss_matches_the_reference_module():
     ours, ref = train(False), train(True)
     assert ours[-1] < 0.2 * ours[0]  # it learns
     torch.testing.assert_close(torch.tensor(ours), torch.tensor(ref), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("size", [(16, 32, 128), (64, 256, 512)], ids=str)
+def test_cuda_graph_training_step(size):
+    # Forward, backward and an SGD step captured once, replayed on new data;
+    # the same steps run eagerly through the reference module must agree.
+    batch, features, state = size
+    torch.manual_seed(3)
+    kw = {"device": "cuda", "dtype": torch.float64}  # float64: the two sides differ by rounding only
+    cell = kernforge.nn.LLTM(features, state, **kw)
+    ref = kernforge.nn.LLTM(features, state, **kw)
+    ref.load_state_dict(cell.state_dict())
+    opt = torch.optim.SGD(cell.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    static = [torch.randn(batch, s, **kw) for s in (features, state, state)]
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        h, c = cell(static[0], (static[1], static[2]))
+        (h.square().sum() + c.sum()).backward()
+        opt.step()
+
+    with torch.no_grad():
+        snapshot = [p.clone() for p in cell.parameters()]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up: .grad tensors, cuBLAS handles, autograd state
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    with torch.no_grad():  # start both modules level
+        for p, s in zip(cell.parameters(), snapshot, strict=True):
+            p.copy_(s)
+    for _ in range(3):
+        data = [torch.randn_like(t) for t in static]
+        for t, d in zip(static, data, strict=True):
+            t.copy_(d)
+        graph.replay()
+        ref_opt.zero_grad()
+        h, c = ref.reference(data[0], (data[1], data[2]))
+        (h.square().sum() + c.sum()).backward()
+        ref_opt.step()
+        torch.cuda.synchronize()
+        for p, r in zip(cell.parameters(), ref.parameters(), strict=True):
+            torch.testing.assert_close(p, r, rtol=1e-9, atol=1e-9)
+            torch.testing.assert_close(p.grad, r.grad, rtol=1e-9, atol=1e-9)

@@ -10,11 +10,13 @@
 namespace kernforge {
 namespace {
 
-// One batch row; __restrict parameters so that the loop vectorizes.
+// One batch row; __restrict parameters so that the loop vectorizes. Inlined
+// into the row loops below, which are compiled for the baseline and for AVX2.
 template <class scalar_t>
-void forward_row(int64_t S, const scalar_t* __restrict pre, const scalar_t* __restrict bias,
-                 const scalar_t* __restrict c, scalar_t* __restrict gates,
-                 scalar_t* __restrict c_new, scalar_t* __restrict h_new) {
+KF_ALWAYS_INLINE void forward_row(int64_t S, const scalar_t* __restrict pre,
+                                  const scalar_t* __restrict bias, const scalar_t* __restrict c,
+                                  scalar_t* __restrict gates, scalar_t* __restrict c_new,
+                                  scalar_t* __restrict h_new) {
   using acc_t = opmath_t<scalar_t>;
   for (int64_t s = 0; s < S; ++s) {
     acc_t i, o, z, cn, hn;
@@ -30,9 +32,11 @@ void forward_row(int64_t S, const scalar_t* __restrict pre, const scalar_t* __re
 }
 
 template <class scalar_t>
-void backward_row(int64_t S, const scalar_t* __restrict grad_h, const scalar_t* __restrict grad_c,
-                  const scalar_t* __restrict gates, const scalar_t* __restrict c_new,
-                  scalar_t* __restrict d_gates, scalar_t* __restrict d_c) {
+KF_ALWAYS_INLINE void backward_row(int64_t S, const scalar_t* __restrict grad_h,
+                                   const scalar_t* __restrict grad_c,
+                                   const scalar_t* __restrict gates,
+                                   const scalar_t* __restrict c_new, scalar_t* __restrict d_gates,
+                                   scalar_t* __restrict d_c) {
   using acc_t = opmath_t<scalar_t>;
   for (int64_t s = 0; s < S; ++s) {
     acc_t d0, d1, d2, dc;
@@ -46,44 +50,81 @@ void backward_row(int64_t S, const scalar_t* __restrict grad_h, const scalar_t* 
   }
 }
 
+template <class scalar_t>
+struct ForwardRows {
+  const scalar_t *pre, *bias, *c;
+  scalar_t *gates, *c_new, *h_new;
+  int64_t S;
+  KF_ALWAYS_INLINE void run(int64_t b0, int64_t b1) const {
+    for (int64_t b = b0; b < b1; ++b)
+      forward_row<scalar_t>(S, pre + b * 3 * S, bias, c + b * S, gates + b * 3 * S, c_new + b * S,
+                            h_new + b * S);
+  }
+};
+
+template <class scalar_t>
+struct BackwardRows {
+  const scalar_t *grad_h, *grad_c, *gates, *c_new;
+  scalar_t *d_gates, *d_c;
+  int64_t ld_grad_h, ld_grad_c, S;
+  KF_ALWAYS_INLINE void run(int64_t b0, int64_t b1) const {
+    for (int64_t b = b0; b < b1; ++b)
+      backward_row<scalar_t>(S, grad_h + b * ld_grad_h, grad_c + b * ld_grad_c, gates + b * 3 * S,
+                             c_new + b * S, d_gates + b * 3 * S, d_c + b * S);
+  }
+};
+
+template <class Rows>
+void run_baseline(const Rows& r, int64_t b0, int64_t b1) {
+  r.run(b0, b1);
+}
+
+#ifdef KF_AVX2_CLONE
+template <class Rows>
+__attribute__((target("avx2"))) void run_avx2(const Rows& r, int64_t b0, int64_t b1) {
+  r.run(b0, b1);
+}
+#endif
+
 // Rows per task: enough elements per task to amortize the thread pool.
-inline int64_t row_grain(int64_t S) {
-  return std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(S, 1));
+template <class Rows>
+void run_rows(const Rows& r, int64_t batch) {
+  const int64_t grain = std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(r.S, 1));
+  torch::stable::parallel_for(0, batch, grain, [&](int64_t b0, int64_t b1) {
+#ifdef KF_AVX2_CLONE
+    if (cpu::detail::cpu_has_avx2()) return run_avx2(r, b0, b1);
+#endif
+    run_baseline(r, b0, b1);
+  });
 }
 
 void gates_forward(const LltmForward& p) {
   dispatch<Dtypes::Floating>(p.dtype, [&](auto tag) {
     using scalar_t = typename decltype(tag)::type;
-    const auto* pre = static_cast<const scalar_t*>(p.pre.data_ptr());
-    const auto* bias = static_cast<const scalar_t*>(p.bias.data_ptr());
-    const auto* c = static_cast<const scalar_t*>(p.c.data_ptr());
-    auto* gates = static_cast<scalar_t*>(p.gates.data_ptr());
-    auto* c_new = static_cast<scalar_t*>(p.c_new.data_ptr());
-    auto* h_new = static_cast<scalar_t*>(p.h_new.data_ptr());
-    const int64_t S = p.state;
-    torch::stable::parallel_for(0, p.batch, row_grain(S), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b)
-        forward_row<scalar_t>(S, pre + b * 3 * S, bias, c + b * S, gates + b * 3 * S, c_new + b * S,
-                              h_new + b * S);
-    });
+    const ForwardRows<scalar_t> r{static_cast<const scalar_t*>(p.pre.data_ptr()),
+                                  static_cast<const scalar_t*>(p.bias.data_ptr()),
+                                  static_cast<const scalar_t*>(p.c.data_ptr()),
+                                  static_cast<scalar_t*>(p.gates.data_ptr()),
+                                  static_cast<scalar_t*>(p.c_new.data_ptr()),
+                                  static_cast<scalar_t*>(p.h_new.data_ptr()),
+                                  p.state};
+    run_rows(r, p.batch);
   });
 }
 
 void gates_backward(const LltmBackward& p) {
   dispatch<Dtypes::Floating>(p.dtype, [&](auto tag) {
     using scalar_t = typename decltype(tag)::type;
-    const auto* gh = static_cast<const scalar_t*>(p.grad_h.data_ptr());
-    const auto* gc = static_cast<const scalar_t*>(p.grad_c.data_ptr());
-    const auto* gates = static_cast<const scalar_t*>(p.gates.data_ptr());
-    const auto* c_new = static_cast<const scalar_t*>(p.c_new.data_ptr());
-    auto* d_gates = static_cast<scalar_t*>(p.d_gates.data_ptr());
-    auto* d_c = static_cast<scalar_t*>(p.d_c.data_ptr());
-    const int64_t S = p.state;
-    torch::stable::parallel_for(0, p.batch, row_grain(S), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b)
-        backward_row<scalar_t>(S, gh + b * S, gc + b * S, gates + b * 3 * S, c_new + b * S,
-                               d_gates + b * 3 * S, d_c + b * S);
-    });
+    const BackwardRows<scalar_t> r{static_cast<const scalar_t*>(p.grad_h.data_ptr()),
+                                   static_cast<const scalar_t*>(p.grad_c.data_ptr()),
+                                   static_cast<const scalar_t*>(p.gates.data_ptr()),
+                                   static_cast<const scalar_t*>(p.c_new.data_ptr()),
+                                   static_cast<scalar_t*>(p.d_gates.data_ptr()),
+                                   static_cast<scalar_t*>(p.d_c.data_ptr()),
+                                   p.ld_grad_h,
+                                   p.ld_grad_c,
+                                   p.state};
+    run_rows(r, p.batch);
   });
 }
 

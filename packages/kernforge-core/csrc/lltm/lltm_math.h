@@ -7,14 +7,17 @@
 
 #include <torch/csrc/stable/ops.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "common/alloc.h"
 #include "common/checks.h"
 
 namespace kernforge {
@@ -103,7 +106,8 @@ C10_HOST_DEVICE inline void lltm_cell_backward(T grad_h, T grad_c, T i, T o, T z
 }
 
 // What a backend's forward gate pass reads and writes ([B, 3S] / [B, S],
-// contiguous): pre (X @ W^T), bias [3S], c -> gates (activated), c_new, h_new.
+// contiguous): pre (X @ W^T, or its transpose W @ X^T [3S, B] where the
+// backend asks for it), bias [3S], c -> gates (activated), c_new, h_new.
 struct LltmForward {
   Tensor pre, bias, c, gates, c_new, h_new;
   int64_t batch, state;
@@ -112,13 +116,28 @@ struct LltmForward {
 
 // What a backend's backward gate pass reads and writes: grad_h, grad_c,
 // gates, c_new -> d_gates [B, 3S] (pre-activation gradients), d_c [B, S].
+// grad_h and grad_c may have any row stride (ld_*): in a sequence, grad_h is
+// the h block of the next step's d_X.
 struct LltmBackward {
   Tensor grad_h, grad_c, gates, c_new, d_gates, d_c;
+  int64_t ld_grad_h, ld_grad_c;
   int64_t batch, state;
   ScalarType dtype;
 };
 
 namespace detail {
+
+// `t` itself when it is contiguous: no call through the dispatcher.
+inline Tensor contiguous(const Tensor& t) {
+  return t.is_contiguous() ? t : torch::stable::contiguous(t);
+}
+
+// A [B, S] tensor whose rows are contiguous, and its row stride: `t` itself
+// when its columns are (any row stride, 0 included), else a contiguous copy.
+inline std::pair<Tensor, int64_t> rows(const Tensor& t) {
+  if (t.size(1) <= 1 || t.stride(1) == 1) return {t, t.size(0) <= 1 ? t.size(1) : t.stride(0)};
+  return {torch::stable::contiguous(t), t.size(1)};
+}
 
 inline Tensor cat_columns(const Tensor& a, const Tensor& b) {
   std::array<StableIValue, 2> stack{torch::stable::detail::from(std::vector<Tensor>{a, b}),
@@ -157,60 +176,106 @@ inline ScalarType check_lltm(const Tensor& x, const Tensor& W, const Tensor& b, 
   return dtype;
 }
 
+// The backward's arguments: grad_h, grad_c, h, c_new [B, S], x [B, F],
+// W [3S, S+F], gates [B, 3S]; one dtype and device.
+inline ScalarType check_lltm_backward(const Tensor& grad_h, const Tensor& grad_c, const Tensor& x,
+                                      const Tensor& W, const Tensor& h, const Tensor& c_new,
+                                      const Tensor& gates) {
+  const char* op = "lltm_backward";
+  const ScalarType dtype =
+      check_same(op, Dtypes::Floating,
+                 {{"grad_h", &grad_h}, {"grad_c", &grad_c}, {"h", &h}, {"c_new", &c_new}});
+  check_compatible(op, Dtypes::Floating, {{"h", &h}, {"x", &x}, {"W", &W}, {"gates", &gates}});
+  if (h.dim() != 2 || x.dim() != 2 || x.size(0) != h.size(0))
+    fail(op, "h must be [B, S] and x [B, F]", {{"x", &x}, {"h", &h}});
+  const int64_t batch = h.size(0), state = h.size(1), features = x.size(1);
+  if (W.dim() != 2 || W.size(0) != 3 * state || W.size(1) != state + features)
+    fail(op,
+         "W must be [3 * state, state + features] = [" + std::to_string(3 * state) + ", " +
+             std::to_string(state + features) + "]",
+         {{"W", &W}, {"x", &x}, {"h", &h}});
+  if (gates.dim() != 2 || gates.size(0) != batch || gates.size(1) != 3 * state)
+    fail(op,
+         "gates must be [batch, 3 * state] = [" + std::to_string(batch) + ", " +
+             std::to_string(3 * state) + "]",
+         {{"gates", &gates}, {"h", &h}});
+  return dtype;
+}
+
 }  // namespace detail
 
-// Returns (h_new, c_new, gates); gates are the activated [i, o, z], saved for
-// the backward. `Gates` is the backend's pointwise pass.
-template <class Launcher, void (*Gates)(const LltmForward&)>
-std::tuple<Tensor, Tensor, Tensor> lltm_forward(const Tensor& x, const Tensor& W, const Tensor& b,
-                                                const Tensor& h, const Tensor& c) {
-  const ScalarType dtype = detail::check_lltm(x, W, b, h, c);
-  typename Launcher::Guard guard(x);
+// The forward through the backend's GEMM (torch::stable::matmul) and its
+// pointwise pass `Gates` (which adds the bias), given pre = X W^T or, with
+// kPreTransposed, pre^T = W X^T. Inputs already checked, the device already
+// current. Returns (h_new, c_new, gates); gates are the activated [i, o, z],
+// saved for the backward.
+template <void (*Gates)(const LltmForward&), bool kPreTransposed = false>
+std::tuple<Tensor, Tensor, Tensor> lltm_forward_gemm(const Tensor& x, const Tensor& W,
+                                                     const Tensor& b, const Tensor& h,
+                                                     const Tensor& c, ScalarType dtype) {
   const int64_t batch = x.size(0), state = h.size(1);
   const Tensor X = detail::cat_columns(h, x);
-  LltmForward p{
-      torch::stable::contiguous(torch::stable::matmul(X, torch::stable::transpose(W, 0, 1))),
-      torch::stable::contiguous(b),
-      torch::stable::contiguous(c),
-      torch::stable::new_empty(x, {batch, 3 * state}),
-      torch::stable::new_empty(x, {batch, state}),
-      torch::stable::new_empty(x, {batch, state}),
-      batch,
-      state,
-      dtype};
+  const Tensor pre = kPreTransposed ? torch::stable::matmul(W, torch::stable::transpose(X, 0, 1))
+                                    : torch::stable::matmul(X, torch::stable::transpose(W, 0, 1));
+  LltmForward p{detail::contiguous(pre),
+                detail::contiguous(b),
+                detail::contiguous(c),
+                empty(x, {batch, 3 * state}),
+                empty(x, {batch, state}),
+                empty(x, {batch, state}),
+                batch,
+                state,
+                dtype};
   if (batch * state > 0) Gates(p);
   return {p.h_new, p.c_new, p.gates};
 }
 
-// Returns (d_x, d_W, d_b, d_h, d_c). `Gates` is the backend's pointwise pass.
-template <class Launcher, void (*Gates)(const LltmBackward&)>
-std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_backward(
+// The backward through the pointwise pass `Gates` (d_gates, d_c) and three
+// GEMMs. Inputs already checked. Returns (d_X, d_W, d_b, d_c); d_X = [d_h, d_x]
+// is one GEMM (d_gates @ W), the caller takes its column blocks.
+template <void (*Gates)(const LltmBackward&)>
+std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward_gemm(
     const Tensor& grad_h, const Tensor& grad_c, const Tensor& x, const Tensor& W, const Tensor& h,
-    const Tensor& c_new, const Tensor& gates) {
-  const ScalarType dtype =
-      check_same("lltm_backward", Dtypes::Floating,
-                 {{"grad_h", &grad_h}, {"grad_c", &grad_c}, {"h", &h}, {"c_new", &c_new}});
-  typename Launcher::Guard guard(x);
-  const int64_t batch = h.size(0), state = h.size(1), features = x.size(1);
-  LltmBackward p{torch::stable::contiguous(grad_h),
-                 torch::stable::contiguous(grad_c),
-                 torch::stable::contiguous(gates),
-                 torch::stable::contiguous(c_new),
-                 torch::stable::new_empty(x, {batch, 3 * state}),
-                 torch::stable::new_empty(x, {batch, state}),
+    const Tensor& c_new, const Tensor& gates, ScalarType dtype) {
+  const int64_t batch = h.size(0), state = h.size(1);
+  const auto [gh, ld_gh] = detail::rows(grad_h);
+  const auto [gc, ld_gc] = detail::rows(grad_c);
+  LltmBackward p{gh,
+                 gc,
+                 detail::contiguous(gates),
+                 detail::contiguous(c_new),
+                 empty(x, {batch, 3 * state}),
+                 empty(x, {batch, state}),
+                 ld_gh,
+                 ld_gc,
                  batch,
                  state,
                  dtype};
   if (batch * state > 0) Gates(p);
   const Tensor X = detail::cat_columns(h, x);
+  Tensor d_X = torch::stable::matmul(p.d_gates, W);
   Tensor d_W = torch::stable::matmul(torch::stable::transpose(p.d_gates, 0, 1), X);
   Tensor d_b = torch::stable::sum(p.d_gates, std::vector<int64_t>{0});
-  // d_X = d_gates @ W, split into its h and x columns: one GEMM per column
-  // block of W (strided views), so neither half needs a copy.
-  Tensor W_view = W;
-  Tensor d_h = torch::stable::matmul(p.d_gates, torch::stable::narrow(W_view, 1, 0, state));
-  Tensor d_x = torch::stable::matmul(p.d_gates, torch::stable::narrow(W_view, 1, state, features));
-  return {d_x, d_W, d_b, d_h, p.d_c};
+  return {d_X, d_W, d_b, p.d_c};
+}
+
+// The op entries for a backend whose only kernels are the pointwise passes.
+template <class Launcher, void (*Gates)(const LltmForward&)>
+std::tuple<Tensor, Tensor, Tensor> lltm_forward(const Tensor& x, const Tensor& W, const Tensor& b,
+                                                const Tensor& h, const Tensor& c) {
+  const ScalarType dtype = detail::check_lltm(x, W, b, h, c);
+  typename Launcher::Guard guard(x);
+  return lltm_forward_gemm<Gates>(x, W, b, h, c, dtype);
+}
+
+template <class Launcher, void (*Gates)(const LltmBackward&)>
+std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward(const Tensor& grad_h, const Tensor& grad_c,
+                                                         const Tensor& x, const Tensor& W,
+                                                         const Tensor& h, const Tensor& c_new,
+                                                         const Tensor& gates) {
+  const ScalarType dtype = detail::check_lltm_backward(grad_h, grad_c, x, W, h, c_new, gates);
+  typename Launcher::Guard guard(x);
+  return lltm_backward_gemm<Gates>(grad_h, grad_c, x, W, h, c_new, gates, dtype);
 }
 
 }  // namespace kernforge

@@ -101,3 +101,20 @@ def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> None:
         )
     if b.shape[0] != 3 * state:
         fail(op, f"b must be [3 * state] = [{3 * state}]", b=b, h=h)
+
+
+def lltm_backward(grad_h, grad_c, x, W, h, c_new, gates) -> None:
+    """grad_h, grad_c, h, c_new [B, S], x [B, F], W [3S, S+F], gates [B, 3S];
+    mirrors check_lltm_backward."""
+    op = "lltm_backward"
+    same(op, FLOATING, grad_h=grad_h, grad_c=grad_c, h=h, c_new=c_new)
+    compatible(op, FLOATING, h=h, x=x, W=W, gates=gates)
+    if h.dim() != 2 or x.dim() != 2 or x.shape[0] != h.shape[0]:
+        fail(op, "h must be [B, S] and x [B, F]", x=x, h=h)
+    batch, state, features = h.shape[0], h.shape[1], x.shape[1]
+    if tuple(W.shape) != (3 * state, state + features):
+        fail(
+            op, f"W must be [3 * state, state + features] = [{3 * state}, {state + features}]", W=W, x=x, h=h
+        )
+    if tuple(gates.shape) != (batch, 3 * state):
+        fail(op, f"gates must be [batch, 3 * state] = [{batch}, {3 * state}]", gates=gates, h=h)

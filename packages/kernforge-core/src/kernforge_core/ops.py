@@ -258,8 +258,6 @@ def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor,
     Raises:
         RuntimeError: naming the argument, for wrong ranks or sizes, or mixed
             dtypes or devices, before any kernel runs.
-
-    The CPU kernels are in this release; CUDA kernels are not written yet.
     """
     if _needs_autograd(x, W, b, h, c):
         h_new, c_new, _ = _ops.lltm_forward.default(x, W, b, h, c)
@@ -289,7 +287,9 @@ def _lltm_backward(ctx, grad_h, grad_c, _grad_gates):
         grad_h = torch.zeros_like(c_new)
     if grad_c is None:
         grad_c = torch.zeros_like(c_new)
-    return _ops.lltm_backward.default(grad_h, grad_c, x, W, h, c_new, gates)  # (d_x, d_W, d_b, d_h, d_c)
+    d_X, d_W, d_b, d_c = _ops.lltm_backward.default(grad_h, grad_c, x, W, h, c_new, gates)
+    state = h.shape[1]
+    return d_X[:, state:], d_W, d_b, d_X[:, :state], d_c
 
 
 torch.library.register_autograd("kernforge::lltm_forward", _lltm_backward, setup_context=_lltm_setup)
@@ -297,11 +297,11 @@ torch.library.register_autograd("kernforge::lltm_forward", _lltm_backward, setup
 
 @torch.library.register_fake("kernforge::lltm_backward")
 def _(grad_h, grad_c, x, W, h, c_new, gates):
-    _checks.compatible("lltm_backward", _checks.FLOATING, grad_h=grad_h, grad_c=grad_c, h=h, c_new=c_new)
+    _checks.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates)
+    batch, state = h.shape
     return (
-        x.new_empty(x.shape),
+        x.new_empty((batch, state + x.shape[1])),
         W.new_empty(W.shape),
         W.new_empty(W.shape[:1]),
-        h.new_empty(h.shape),
         h.new_empty(h.shape),
     )
