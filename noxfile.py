@@ -158,6 +158,7 @@ def bench(session: nox.Session) -> None:
         "no:cacheprovider",
         "--benchmark-only",
         "--benchmark-timer=cuda_timer.synchronized_clock",
+        "--benchmark-disable-gc",  # as timeit does: no collector pauses inside a timed round
         f"--benchmark-json={out_json}",
         "--benchmark-columns=median,iqr,rounds,iterations",
         "--benchmark-sort=fullname",

@@ -116,7 +116,13 @@ def test_small_call_cost(benchmark, case, impl):
     a, b, bias = inputs(SMALL, torch.float32)
     fn = functools.partial(CASES[case][1][impl], a, b, bias)
     benchmark.extra_info.update(
-        case=f"{case}_call", impl=impl, dtype="float32", n=SMALL, bytes=3 * SMALL * 4, device=DEVICE
+        case=f"{case}_call",
+        impl=impl,
+        dtype="float32",
+        n=SMALL,
+        bytes=3 * SMALL * 4,
+        device=DEVICE,
+        host_bound=True,
     )
     with torch.no_grad():
         fn()
