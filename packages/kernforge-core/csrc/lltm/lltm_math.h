@@ -147,6 +147,16 @@ inline Tensor cat_columns(const Tensor& a, const Tensor& b) {
   return torch::stable::detail::to<Tensor>(stack[0]);
 }
 
+// W [3S, S+F] for x [B, F] and h [B, S] (both 2-D).
+inline void check_weight(const char* op, const Tensor& W, const Tensor& x, const Tensor& h) {
+  const int64_t state = h.size(1), features = x.size(1);
+  if (W.dim() != 2 || W.size(0) != 3 * state || W.size(1) != state + features)
+    fail(op,
+         "W must be [3 * state, state + features] = [" + std::to_string(3 * state) + ", " +
+             std::to_string(state + features) + "]",
+         {{"W", &W}, {"x", &x}, {"h", &h}});
+}
+
 // x [B, F], W [3S, S+F], b [3S], h [B, S], c [B, S]: one dtype and device.
 inline ScalarType check_lltm(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& h,
                              const Tensor& c) {
@@ -162,15 +172,11 @@ inline ScalarType check_lltm(const Tensor& x, const Tensor& W, const Tensor& b, 
   const Meta mx(x), mb(b);
   if (!mb.same_device(mx)) fail(op, "expected all tensors on one device", {{"x", &x}, {"b", &b}});
   if (mb.dtype != mx.dtype) fail(op, "expected tensors of one dtype", {{"x", &x}, {"b", &b}});
-  const int64_t batch = x.size(0), features = x.size(1), state = h.size(1);
+  const int64_t batch = x.size(0), state = h.size(1);
   if (h.size(0) != batch || c.size(0) != batch)
     fail(op, "x, h and c must have one batch size", {{"x", &x}, {"h", &h}, {"c", &c}});
   if (c.size(1) != state) fail(op, "h and c must have one state size", {{"h", &h}, {"c", &c}});
-  if (W.size(0) != 3 * state || W.size(1) != state + features)
-    fail(op,
-         "W must be [3 * state, state + features] = [" + std::to_string(3 * state) + ", " +
-             std::to_string(state + features) + "]",
-         {{"W", &W}, {"x", &x}, {"h", &h}});
+  check_weight(op, W, x, h);
   if (b.size(0) != 3 * state)
     fail(op, "b must be [3 * state] = [" + std::to_string(3 * state) + "]", {{"b", &b}, {"h", &h}});
   return dtype;
@@ -188,12 +194,8 @@ inline ScalarType check_lltm_backward(const Tensor& grad_h, const Tensor& grad_c
   check_compatible(op, Dtypes::Floating, {{"h", &h}, {"x", &x}, {"W", &W}, {"gates", &gates}});
   if (h.dim() != 2 || x.dim() != 2 || x.size(0) != h.size(0))
     fail(op, "h must be [B, S] and x [B, F]", {{"x", &x}, {"h", &h}});
-  const int64_t batch = h.size(0), state = h.size(1), features = x.size(1);
-  if (W.dim() != 2 || W.size(0) != 3 * state || W.size(1) != state + features)
-    fail(op,
-         "W must be [3 * state, state + features] = [" + std::to_string(3 * state) + ", " +
-             std::to_string(state + features) + "]",
-         {{"W", &W}, {"x", &x}, {"h", &h}});
+  check_weight(op, W, x, h);
+  const int64_t batch = h.size(0), state = h.size(1);
   if (gates.dim() != 2 || gates.size(0) != batch || gates.size(1) != 3 * state)
     fail(op,
          "gates must be [batch, 3 * state] = [" + std::to_string(batch) + ", " +

@@ -78,6 +78,15 @@ def alpha(op: str, t: Tensor, value: float) -> None:
         )
 
 
+def _weight(op: str, W: Tensor, x: Tensor, h: Tensor) -> None:
+    """W [3S, S+F] for x [B, F] and h [B, S]; mirrors check_weight."""
+    state, features = h.shape[1], x.shape[1]
+    if tuple(W.shape) != (3 * state, state + features):
+        fail(
+            op, f"W must be [3 * state, state + features] = [{3 * state}, {state + features}]", W=W, x=x, h=h
+        )
+
+
 def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> None:
     """x [B, F], W [3S, S+F], b [3S], h [B, S], c [B, S]; mirrors check_lltm."""
     op = "lltm"
@@ -90,15 +99,12 @@ def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> None:
         fail(op, "expected all tensors on one device", x=x, b=b)
     if b.dtype != x.dtype:
         fail(op, "expected tensors of one dtype", x=x, b=b)
-    batch, features, state = x.shape[0], x.shape[1], h.shape[1]
+    batch, state = x.shape[0], h.shape[1]
     if h.shape[0] != batch or c.shape[0] != batch:
         fail(op, "x, h and c must have one batch size", x=x, h=h, c=c)
     if c.shape[1] != state:
         fail(op, "h and c must have one state size", h=h, c=c)
-    if tuple(W.shape) != (3 * state, state + features):
-        fail(
-            op, f"W must be [3 * state, state + features] = [{3 * state}, {state + features}]", W=W, x=x, h=h
-        )
+    _weight(op, W, x, h)
     if b.shape[0] != 3 * state:
         fail(op, f"b must be [3 * state] = [{3 * state}]", b=b, h=h)
 
@@ -111,10 +117,7 @@ def lltm_backward(grad_h, grad_c, x, W, h, c_new, gates) -> None:
     compatible(op, FLOATING, h=h, x=x, W=W, gates=gates)
     if h.dim() != 2 or x.dim() != 2 or x.shape[0] != h.shape[0]:
         fail(op, "h must be [B, S] and x [B, F]", x=x, h=h)
-    batch, state, features = h.shape[0], h.shape[1], x.shape[1]
-    if tuple(W.shape) != (3 * state, state + features):
-        fail(
-            op, f"W must be [3 * state, state + features] = [{3 * state}, {state + features}]", W=W, x=x, h=h
-        )
+    _weight(op, W, x, h)
+    batch, state = h.shape
     if tuple(gates.shape) != (batch, 3 * state):
         fail(op, f"gates must be [batch, 3 * state] = [{batch}, {3 * state}]", gates=gates, h=h)
