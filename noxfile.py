@@ -27,7 +27,14 @@ import tomllib
 ROOT = Path(__file__).resolve().parent
 MATRIX = tomllib.loads((ROOT / "ci" / "matrix.toml").read_text())
 PACKAGES = ["packages/kernforge-core", "packages/kernforge-legacy", "packages/kernforge"]
-CSRC = ROOT / "packages" / "kernforge-core" / "csrc"
+LEGACY = ROOT / "packages" / "kernforge-legacy"
+# The C, C++ and CUDA sources clang-format keeps (tests/legacy/fixtures stay as 2017 wrote them).
+C_SOURCES = [
+    ROOT / "packages" / "kernforge-core" / "csrc",
+    LEGACY / "csrc",
+    LEGACY / "src" / "kernforge_legacy" / "include",
+    LEGACY / "src" / "kernforge_legacy" / "runtime",
+]
 BUILD_DEPS = ["setuptools>=77", "wheel", "ninja"]
 TEST_DEPS = ["pytest", "numpy"]
 
@@ -70,7 +77,9 @@ def lint(session: nox.Session) -> None:
     session.install("ruff", "clang-format")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    sources = sorted(str(p) for ext in ("*.h", "*.cuh", "*.cpp", "*.cu") for p in CSRC.rglob(ext))
+    sources = sorted(
+        str(p) for d in C_SOURCES for ext in ("*.h", "*.cuh", "*.c", "*.cpp", "*.cu") for p in d.rglob(ext)
+    )
     session.run("clang-format", "--dry-run", "-Werror", *sources)
 
 

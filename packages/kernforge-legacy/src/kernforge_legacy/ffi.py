@@ -1,0 +1,531 @@
+"""``create_extension``: the 2017 ``torch.utils.ffi`` entry point, on modern PyTorch.
+
+A legacy build script changes one line::
+
+    from torch.utils.ffi import create_extension        # before
+    from kernforge_legacy.ffi import create_extension   # after
+
+and the rest works as it did: ``create_extension(name, headers, sources, ...)``
+returns an object whose ``.build()`` compiles the C, C++ and CUDA sources (and
+``extra_objects``) with ninja against the TH/THC compatibility headers of
+:func:`include_dir`, into the package layout the old one made (``_ext.my_lib``
+becomes ``_ext/my_lib/__init__.py`` and ``_ext/my_lib/_my_lib.so`` next to the
+build script). ``from _ext import my_lib`` then gives the header's functions;
+they take torch tensors, ints and floats, and return the C function's int.
+
+How: each prototype of the headers becomes a torch operator in a namespace of
+the extension's own, registered through PyTorch's stable C ABI, so an
+extension built once loads on every torch from 2.10 on, with any Python. The
+op checks each tensor against its C parameter type (``THFloatTensor*`` takes a
+float32 CPU tensor, ``THCudaLongTensor*`` an int64 CUDA tensor, ...) and
+passes it on as it is (its strides and storage offset too); the C function
+works on the caller's tensor, so a resize in C is seen in Python.
+
+This module imports nothing from its package: ``setup.py`` loads it by path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["BuildError", "Extension", "Param", "Prototype", "build_py", "create_extension", "include_dir"]
+
+_HERE = Path(__file__).resolve().parent
+
+# The stable ABI target, as kernforge-core's: torch 2.10.
+TORCH_TARGET_VERSION = "0x020a000000000000"
+
+# Architectures a CUDA build embeds when TORCH_CUDA_ARCH_LIST is unset and no GPU is visible.
+DEFAULT_CUDA_ARCH_LIST = "8.0;9.0;10.0;12.0+PTX"
+
+
+def include_dir() -> str:
+    """The folder with ``TH/TH.h``, ``THC/THC.h`` and ``caffe/cuda_macros.h``
+    (add it with ``-I`` when a Makefile compiles kernels that include them)."""
+    return str(_HERE / "include")
+
+
+class BuildError(RuntimeError):
+    """The compiler or linker failed; the message carries their output."""
+
+
+# C parameter and return types an extension function may use, and what the
+# torch op takes for them.
+_INT_TYPES = {
+    "int", "unsigned", "unsigned int", "long", "long int", "unsigned long", "unsigned long int",
+    "long long", "unsigned long long", "short", "unsigned short", "char", "signed char", "unsigned char",
+    "signed", "signed int", "size_t", "ptrdiff_t",
+    "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+}  # fmt: skip
+_FLOAT_TYPES = {"float", "double"}
+_BOOL_TYPES = {"bool", "_Bool"}
+_TYPE_WORDS = {"unsigned", "signed", "int", "long", "short", "char", "float", "double", "void", *_BOOL_TYPES}
+_CPU_TENSORS = {
+    "THByteTensor": "uint8", "THCharTensor": "int8", "THShortTensor": "int16", "THIntTensor": "int32",
+    "THLongTensor": "int64", "THFloatTensor": "float32", "THDoubleTensor": "float64",
+    "THHalfTensor": "float16", "THBFloat16Tensor": "bfloat16",
+}  # fmt: skip
+_CUDA_TENSORS = {
+    "THCudaByteTensor": "uint8", "THCudaCharTensor": "int8", "THCudaShortTensor": "int16",
+    "THCudaIntTensor": "int32", "THCudaLongTensor": "int64", "THCudaTensor": "float32",
+    "THCudaDoubleTensor": "float64", "THCudaHalfTensor": "float16", "THCudaBFloat16Tensor": "bfloat16",
+}  # fmt: skip
+_BUILD_KWARGS = {
+    "define_macros", "include_dirs", "extra_objects", "extra_compile_args", "extra_link_args",
+    "libraries", "library_dirs",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Param:
+    c_type: str  # as written, without const: "THFloatTensor", "int", "unsigned long"
+    name: str  # the C name, or argN when the prototype has none
+    is_tensor: bool
+    is_const: bool
+
+    @property
+    def schema_type(self) -> str:
+        if self.is_tensor:
+            return "Tensor"
+        if self.c_type in _FLOAT_TYPES:
+            return "float"
+        return "bool" if self.c_type in _BOOL_TYPES else "int"
+
+    @property
+    def c_decl(self) -> str:
+        return f"{'const ' if self.is_const else ''}{self.c_type}{' *' if self.is_tensor else ''}"
+
+
+@dataclass(frozen=True)
+class Prototype:
+    name: str
+    returns: str  # "int", "float", "void", ... (a C type of _INT/_FLOAT/_BOOL_TYPES or void)
+    params: tuple[Param, ...]
+    header: str
+
+    @property
+    def schema(self) -> str:
+        """The torch op schema: a tensor the C function may write (not const)
+        is a mutable alias, each in its own alias set."""
+        args = []
+        for i, p in enumerate(self.params):
+            t = p.schema_type
+            if p.is_tensor and not p.is_const:
+                t = f"Tensor({_alias_name(i)}!)"
+            args.append(f"{t} {p.name}")
+        ret = {"void": "()", **dict.fromkeys(_FLOAT_TYPES, "float"), **dict.fromkeys(_BOOL_TYPES, "bool")}
+        return f"{self.name}({', '.join(args)}) -> {ret.get(self.returns, 'int')}"
+
+
+def _alias_name(i: int) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return letters[i] if i < 26 else letters[i // 26 - 1] + letters[i % 26]
+
+
+def parse_header(text: str, header: str, with_cuda: bool) -> list[Prototype]:
+    """The function prototypes of a header that holds only those (as the old
+    ``torch.utils.ffi`` required); comments and preprocessor lines are skipped."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    protos = []
+    for decl in text.split(";"):
+        decl = " ".join(decl.split())
+        if not decl:
+            continue
+        m = re.fullmatch(
+            r"(?:extern\s+)?(?P<ret>[A-Za-z_][\w\s]*?)\s*(?P<name>[A-Za-z_]\w*)\s*\((?P<params>.*)\)", decl
+        )
+        if not m:
+            raise ValueError(f"{header}: cannot read {decl!r} as a function prototype")
+        name, ret = m["name"], " ".join(m["ret"].split())
+        if ret != "void" and ret not in _INT_TYPES | _FLOAT_TYPES | _BOOL_TYPES:
+            raise ValueError(
+                f"{header}: {name} returns {ret!r}; an extension function may return void, an integer, "
+                "float, double or bool (tensors are passed in and written in place)"
+            )
+        raw = m["params"].strip()
+        pieces = [] if raw in ("", "void") else [p.strip() for p in raw.split(",")]
+        params = tuple(_parse_param(p, i, name, header, with_cuda) for i, p in enumerate(pieces))
+        if len({p.name for p in params}) != len(params):
+            params = tuple(Param(p.c_type, f"arg{i}", p.is_tensor, p.is_const) for i, p in enumerate(params))
+        protos.append(Prototype(name, ret, params, header))
+    return protos
+
+
+def _parse_param(text: str, index: int, fn: str, header: str, with_cuda: bool) -> Param:
+    tokens = re.findall(r"[A-Za-z_]\w*|\*|\S", text)
+    is_const = "const" in tokens
+    tokens = [t for t in tokens if t not in ("const", "volatile", "restrict", "__restrict__", "struct")]
+    stars = tokens.count("*")
+    unsupported = (
+        f"{header}: parameter {index + 1} of {fn} ({text!r}) cannot be passed from Python: an "
+        "extension function takes tensor handles (THFloatTensor *, THCudaTensor *, ...), integers, "
+        "float, double and bool"
+    )
+    if stars > 1 or any(not re.fullmatch(r"[A-Za-z_]\w*|\*", t) for t in tokens):
+        raise ValueError(unsupported)
+    if stars == 1:
+        star = tokens.index("*")
+        base, rest = tokens[:star], tokens[star + 1 :]
+        if len(base) != 1 or len(rest) > 1:
+            raise ValueError(unsupported)
+        c_type, name = base[0], (rest[0] if rest else f"arg{index}")
+        if c_type in _CUDA_TENSORS and not with_cuda:
+            raise ValueError(
+                f"{header}: {fn} takes a {c_type} *, which needs create_extension(..., with_cuda=True)"
+            )
+        if c_type not in _CPU_TENSORS and c_type not in _CUDA_TENSORS:
+            raise ValueError(unsupported)
+        return Param(c_type, name, is_tensor=True, is_const=is_const)
+    if len(tokens) > 1 and tokens[-1] not in _TYPE_WORDS:
+        base, name = tokens[:-1], tokens[-1]
+    else:
+        base, name = tokens, f"arg{index}"
+    c_type = " ".join(base)
+    if c_type not in _INT_TYPES | _FLOAT_TYPES | _BOOL_TYPES:
+        raise ValueError(unsupported)
+    return Param(c_type, name, is_tensor=False, is_const=is_const)
+
+
+class Extension:
+    """What :func:`create_extension` returns: call :meth:`build`."""
+
+    def __init__(self, name, headers, sources, *, verbose, with_cuda, package, relative_to, **kwargs):
+        unknown = set(kwargs) - _BUILD_KWARGS
+        if unknown:
+            raise TypeError(
+                f"create_extension: unsupported argument(s) {sorted(unknown)}; "
+                f"supported besides the named ones: {sorted(_BUILD_KWARGS)}"
+            )
+        self.name = name.strip(".")
+        self.base_path = Path(os.path.abspath(os.path.dirname(relative_to)))
+        self.verbose = verbose
+        self.with_cuda = with_cuda
+        self.package = package
+        if with_cuda:
+            _require_cuda()
+        headers = [headers] if isinstance(headers, (str, os.PathLike)) else list(headers)
+        self.sources = [self._path(s) for s in sources]
+        for src in self.sources:
+            if src.suffix not in (".c", ".cpp", ".cc", ".cxx", ".cu"):
+                raise ValueError(f"create_extension: {src} is not a .c, .cpp, .cc, .cxx or .cu source")
+            if src.suffix == ".cu" and not with_cuda:
+                raise ValueError(f"create_extension: {src} is CUDA; build it with with_cuda=True")
+        self.functions: list[Prototype] = []
+        for h in headers:
+            path = self._path(h)
+            self.functions += parse_header(path.read_text(), str(h), with_cuda)
+        names = [f.name for f in self.functions]
+        if len(set(names)) != len(names):
+            raise ValueError(f"create_extension: a function is declared twice in {headers}")
+        self.define_macros = list(kwargs.get("define_macros", []))
+        self.include_dirs = [self._path(d) for d in kwargs.get("include_dirs", [])]
+        self.extra_objects = [self._path(o) for o in kwargs.get("extra_objects", [])]
+        self.extra_compile_args = list(kwargs.get("extra_compile_args", []))
+        self.extra_link_args = list(kwargs.get("extra_link_args", []))
+        self.libraries = list(kwargs.get("libraries", []))
+        self.library_dirs = [self._path(d) for d in kwargs.get("library_dirs", [])]
+
+    def _path(self, p) -> Path:
+        return self.base_path / p  # an absolute p stays as it is
+
+    @property
+    def module_name(self) -> str:
+        return self.name.rpartition(".")[2]
+
+    def target_dir(self, base_path: Path | None = None) -> Path:
+        return Path(base_path or self.base_path).joinpath(*self.name.split("."))
+
+    def namespace(self, target_dir: Path) -> str:
+        """The torch op namespace: the name and where it is built, so two
+        extensions of one name in different places can both be loaded."""
+        digest = hashlib.sha1(str(target_dir).encode()).hexdigest()[:10]
+        return "kfl_" + re.sub(r"\W", "_", self.name) + "_" + digest
+
+    def build(self, base_path: str | os.PathLike | None = None) -> Path:
+        """Compiles and links the extension, and writes its package
+        (``<base>/<name as folders>/__init__.py`` and ``_<name>.so``; the base
+        is the build script's folder unless given). Returns the package folder.
+        Raises :class:`BuildError` with the compiler's output on failure."""
+        target = self.target_dir(Path(base_path) if base_path else None)
+        ns = self.namespace(target)
+        build_dir = _build_root() / ns
+        build_dir.mkdir(parents=True, exist_ok=True)
+        _write_if_changed(build_dir / "ops.cpp", self._ops_source(ns))
+        so = f"_{self.module_name}.so"
+        _write_if_changed(build_dir / "build.ninja", self._ninja(build_dir, so))
+        _run_ninja(build_dir, self.name, self.verbose)
+        target.mkdir(parents=True, exist_ok=True)
+        root = Path(base_path or self.base_path)
+        for depth in range(1, len(self.name.split("."))):
+            init = root.joinpath(*self.name.split(".")[:depth], "__init__.py")
+            if not init.exists():
+                init.touch()
+        tmp = target / f".{so}.tmp"
+        shutil.copyfile(build_dir / so, tmp)
+        os.replace(tmp, target / so)  # a copy already loaded in this process keeps its file
+        (target / "__init__.py").write_text(self._module_source(ns, so))
+        return target
+
+    def _ops_source(self, ns: str) -> str:
+        lines = [
+            f"// Generated by kernforge_legacy.ffi.create_extension for {self.name}: the torch ops",
+            "// over the C functions of its headers. Do not edit.",
+            "#include <kernforge_legacy/glue.h>",
+            "",
+            'extern "C" {',
+        ]
+        for f in self.functions:
+            lines.append(f"{f.returns} {f.name}({', '.join(p.c_decl for p in f.params) or 'void'});")
+        lines += ["}", "", "namespace {", "using torch::stable::Tensor;", ""]
+        for f in self.functions:
+            sig, args = [], []
+            for i, p in enumerate(f.params):
+                where = f'"{f.name}", {i + 1}, "{p.name}"'
+                if p.is_tensor:
+                    sig.append(f"Tensor a{i}")
+                    args.append(f"kernforge_legacy::tensor_arg<{p.c_type}>(a{i}, {where})")
+                else:
+                    boxed = {"float": "double", "bool": "bool"}.get(p.schema_type, "int64_t")
+                    sig.append(f"{boxed} a{i}")
+                    args.append(f'kernforge_legacy::scalar_arg<{p.c_type}>(a{i}, {where}, "{p.c_type}")')
+            ret = {"void": "void", "float": "double", "double": "double", "bool": "bool"}.get(
+                f.returns, "int64_t"
+            )
+            lines.append(f"{ret} op_{f.name}({', '.join(sig)}) {{")
+            tensors = [f"&a{i}" for i, p in enumerate(f.params) if p.is_tensor]
+            if self.with_cuda and tensors:
+                lines.append(f"  kernforge_legacy::DeviceGuard guard{{{', '.join(tensors)}}};")
+            call = f"{f.name}({', '.join(args)})"
+            lines += [f"  {'' if f.returns == 'void' else 'return '}{call};", "}", ""]
+        lines += ["}  // namespace", "", f"STABLE_TORCH_LIBRARY({ns}, m) {{"]
+        lines += [f'  m.def("{f.schema}");' for f in self.functions]
+        lines += ["}", "", f"STABLE_TORCH_LIBRARY_IMPL({ns}, CompositeExplicitAutograd, m) {{"]
+        lines += [f'  m.impl("{f.name}", TORCH_BOX(&op_{f.name}));' for f in self.functions]
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def _module_source(self, ns: str, so: str) -> str:
+        names = [f.name for f in self.functions]
+        lines = [
+            f'"""{self.name}: built by kernforge_legacy.ffi.create_extension. Do not edit.',
+            "",
+            "Each function is the torch op of the C function of the same name:",
+            "",
+            *(f"    {f.schema}" for f in self.functions),
+            '"""',
+            "",
+            "import os as _os",
+            "",
+            "import torch as _torch",
+            "",
+            f"_torch.ops.load_library(_os.path.join(_os.path.dirname(__file__), {so!r}))",
+            f"_ops = getattr(_torch.ops, {ns!r})",
+            "",
+            *(f"{n} = _ops.{n}.default" for n in names),
+            "",
+            f"__all__ = {names!r}",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def _ninja(self, build_dir: Path, so: str) -> str:
+        import torch
+
+        torch_root = Path(torch.__file__).resolve().parent
+        defines = [f"-D{n}" if v is None else f"-D{n}={v}" for n, v in self.define_macros]
+        includes = [f"-I{include_dir()}", *(f"-I{d}" for d in self.include_dirs)]
+        ldflags = [
+            "-shared",
+            "-Wl,--no-undefined",
+            f"-L{torch_root / 'lib'}",
+            "-lc10",
+            "-ltorch_cpu",
+            "-ltorch",
+        ]
+        cxx_extra = [f"-I{torch_root / 'include'}", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"]
+        nvcc = ""
+        if self.with_cuda:
+            cuda_home = Path(_nvcc()).resolve().parents[1]
+            defines.append("-DKERNFORGE_LEGACY_WITH_CUDA")
+            includes.append(f"-I{cuda_home / 'include'}")
+            cxx_extra.append("-DUSE_CUDA")
+            ldflags += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart"]
+            nvcc = _nvcc()
+        ldflags += [f"-L{d}" for d in self.library_dirs] + [f"-l{lib}" for lib in self.libraries] + ["-lm"]
+        ldflags += self.extra_link_args
+        common = ["-O3", "-fPIC", "-fvisibility=hidden", *defines, *includes]
+        # -fexceptions: THError, THArgCheck and THCudaCheck raise through C frames;
+        # -fcommon: a source that defines `THCState *state;` itself still links.
+        cflags = ["-std=gnu11", "-fexceptions", "-fcommon", *common, *self.extra_compile_args]
+        cxxflags = ["-std=c++17", *common, *cxx_extra, *self.extra_compile_args]
+        nvccflags = [
+            "-std=c++17", "-O3", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden", *defines, *includes,
+            *_cuda_arch_flags(),
+        ]  # fmt: skip
+        rules = [
+            "ninja_required_version = 1.3",
+            f"cc = {os.environ.get('CC', 'cc')}",
+            f"cxx = {os.environ.get('CXX', 'c++')}",
+            f"nvcc = {nvcc}",
+            f"cflags = {_join(cflags)}",
+            f"cxxflags = {_join(cxxflags)}",
+            f"nvccflags = {_join(nvccflags)}",
+            f"ldflags = {_join(ldflags)}",
+            "",
+            "rule cc",
+            "  command = $cc -MMD -MF $out.d $cflags -c $in -o $out",
+            "  depfile = $out.d",
+            "  deps = gcc",
+            "rule cxx",
+            "  command = $cxx -MMD -MF $out.d $cxxflags -c $in -o $out",
+            "  depfile = $out.d",
+            "  deps = gcc",
+            "rule nvcc",
+            "  command = $nvcc -MD -MF $out.d $nvccflags -c $in -o $out",
+            "  depfile = $out.d",
+            "  deps = gcc",
+            "rule link",
+            "  command = $cxx $in $ldflags -o $out",
+            "",
+        ]
+        objects = []
+        units = [*self.sources, _HERE / "runtime" / "compat.cpp", build_dir / "ops.cpp"]
+        for i, src in enumerate(units):
+            rule = {".c": "cc", ".cu": "nvcc"}.get(src.suffix, "cxx")
+            obj = f"obj/{i}_{src.stem}.o"
+            objects.append(obj)
+            rules.append(f"build {obj}: {rule} {_esc(src)}")
+        rules.append(f"build {so}: link {' '.join(objects)} {' '.join(_esc(o) for o in self.extra_objects)}")
+        rules.append(f"default {so}")
+        return "\n".join(rules) + "\n"
+
+
+def create_extension(
+    name, headers, sources, verbose=True, with_cuda=False, package=False, relative_to=".", **kwargs
+) -> Extension:
+    """Configures a legacy extension; ``.build()`` compiles it.
+
+    Args:
+        name: the module to build, dotted for a package (``"_ext.my_lib"``).
+        headers: header file(s) holding only the prototypes of the functions to
+            export, over ``TH*Tensor *`` / ``THCuda*Tensor *``, integer, float,
+            double and bool parameters, returning int (or void, float, double).
+        sources: .c, .cpp and (with ``with_cuda``) .cu files.
+        verbose: print the compiler's output.
+        with_cuda: make ``THC/THC.h`` available, compile .cu sources with nvcc,
+            link the CUDA runtime.
+        package: accepted for compatibility; the build is the same.
+        relative_to: the build script (``__file__``): paths are relative to its
+            folder, and the module is written there.
+        **kwargs: ``define_macros``, ``include_dirs``, ``extra_objects``,
+            ``extra_compile_args`` (C and C++), ``extra_link_args``,
+            ``libraries``, ``library_dirs``; anything else is a TypeError.
+    """
+    return Extension(
+        name,
+        headers,
+        sources,
+        verbose=verbose,
+        with_cuda=with_cuda,
+        package=package,
+        relative_to=relative_to,
+        **kwargs,
+    )
+
+
+def build_py(*extensions: Extension):
+    """A setuptools ``build_py`` command that also builds ``extensions`` into
+    the package being built: what ``cffi_modules=[...]`` did in a legacy
+    ``setup.py`` (``cmdclass={"build_py": build_py(ffi)}``)."""
+    from setuptools.command.build_py import build_py as _base
+
+    class BuildPy(_base):
+        def run(self):
+            super().run()
+            for ext in extensions:
+                ext.build(base_path=self.build_lib)
+
+    return BuildPy
+
+
+def _require_cuda() -> None:
+    import torch
+
+    if torch.version.cuda is None:
+        raise RuntimeError(
+            f"create_extension(with_cuda=True) needs a CUDA build of torch, not {torch.__version__}"
+        )
+    if _nvcc() is None:
+        raise RuntimeError(
+            "create_extension(with_cuda=True): nvcc was not found (set CUDA_HOME, or put nvcc on PATH)"
+        )
+
+
+def _nvcc() -> str | None:
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    if CUDA_HOME is not None and (Path(CUDA_HOME) / "bin" / "nvcc").exists():
+        return str(Path(CUDA_HOME) / "bin" / "nvcc")
+    return shutil.which("nvcc")
+
+
+def _cuda_arch_flags() -> list[str]:
+    """-gencode flags for TORCH_CUDA_ARCH_LIST ("8.0;9.0+PTX"), else the visible
+    GPU's architecture, else DEFAULT_CUDA_ARCH_LIST."""
+    import torch
+
+    arch_list = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    if not arch_list:
+        if torch.cuda.is_available():
+            arch_list = "{}.{}".format(*torch.cuda.get_device_capability())
+        else:
+            arch_list = DEFAULT_CUDA_ARCH_LIST
+    flags = []
+    for entry in re.split(r"[;\s]+", arch_list.strip()):
+        arch = entry.removesuffix("+PTX").replace(".", "")
+        flags.append(f"-gencode=arch=compute_{arch},code=sm_{arch}")
+        if entry.endswith("+PTX"):
+            flags.append(f"-gencode=arch=compute_{arch},code=compute_{arch}")
+    return flags
+
+
+def _build_root() -> Path:
+    from torch.utils.cpp_extension import get_default_build_root
+
+    return Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()) / "kernforge_legacy"
+
+
+def _run_ninja(build_dir: Path, name: str, verbose: bool) -> None:
+    beside = Path(sys.executable).parent / "ninja"  # the ninja package of a venv not on PATH
+    ninja = shutil.which("ninja") or (str(beside) if beside.exists() else None)
+    if ninja is None:
+        raise RuntimeError("create_extension builds with ninja, which was not found: pip install ninja")
+    result = subprocess.run(
+        [ninja, "-C", str(build_dir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    if result.returncode != 0:
+        raise BuildError(f"building {name} failed:\n{result.stdout}")
+    if verbose:
+        print(result.stdout, end="")
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def _esc(path) -> str:
+    return str(path).replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
+
+
+def _join(flags) -> str:
+    return " ".join(shlex.quote(f).replace("$", "$$") for f in flags)

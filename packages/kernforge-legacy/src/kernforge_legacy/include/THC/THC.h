@@ -1,0 +1,60 @@
+/* THC/THC.h: the CUDA tensor API of 2017-era torch.utils.ffi extensions (C),
+ * over the torch tensors an extension's functions are called with.
+ *
+ * Legacy sources declare `extern THCState *state;` and pass it first to every
+ * THC function; the extension defines it (kernforge_legacy/runtime/compat.cpp).
+ * THCudaTensor holds float, THCudaIntTensor int32_t, THCudaLongTensor int64_t.
+ * Only available in extensions built with create_extension(..., with_cuda=True). */
+#ifndef KERNFORGE_LEGACY_THC_H
+#define KERNFORGE_LEGACY_THC_H
+
+#ifndef KERNFORGE_LEGACY_WITH_CUDA
+#error "THC/THC.h needs a CUDA build: create_extension(..., with_cuda=True)"
+#endif
+
+#include <TH/TH.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct THCState THCState;
+
+/* The current CUDA stream of the current device (torch's, not the default). */
+cudaStream_t THCState_getCurrentStream(THCState* state);
+
+/* THCudaCheck(err): raises a Python RuntimeError naming the CUDA error. */
+void kfl_thc_check(cudaError_t err, const char* file, int line);
+#define THCudaCheck(err) kfl_thc_check((err), __FILE__, __LINE__)
+
+/* Device memory from torch's caching allocator, on the current device and
+ * stream. Both historical forms work: `ptr = THCudaMalloc(state, size)` and
+ * `THCudaMalloc(state, &ptr, size)` (returns cudaSuccess, or raises). */
+void* kfl_thc_malloc(THCState* state, size_t size);
+cudaError_t kfl_thc_malloc_into(THCState* state, void** ptr, size_t size);
+cudaError_t THCudaFree(THCState* state, void* ptr);
+#define KFL_THC_PICK3(a, b, c, name, ...) name
+#define THCudaMalloc(...) \
+  KFL_THC_PICK3(__VA_ARGS__, kfl_thc_malloc_into, kfl_thc_malloc, unused)(__VA_ARGS__)
+
+#define TH_FORALL_CUDA_TENSORS(X)        \
+  X(THCudaByteTensor, uint8_t, uint8)    \
+  X(THCudaCharTensor, int8_t, int8)      \
+  X(THCudaShortTensor, int16_t, int16)   \
+  X(THCudaIntTensor, int32_t, int32)     \
+  X(THCudaLongTensor, int64_t, int64)    \
+  X(THCudaTensor, float, float32)        \
+  X(THCudaDoubleTensor, double, float64) \
+  X(THCudaHalfTensor, THHalf, float16)   \
+  X(THCudaBFloat16Tensor, THBFloat16, bfloat16)
+
+#define TH_CUDA_TENSOR_API(T, real, dtype) TH_TENSOR_API(T, real, THCState* state, )
+TH_FORALL_CUDA_TENSORS(TH_CUDA_TENSOR_API)
+#undef TH_CUDA_TENSOR_API
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNFORGE_LEGACY_THC_H */

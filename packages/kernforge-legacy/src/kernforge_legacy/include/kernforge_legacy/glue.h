@@ -1,0 +1,86 @@
+// What the op wrappers create_extension generates are made of (C++ only): a
+// legacy C function is registered as a torch op whose arguments are checked
+// here against the C parameter types before the call.
+#pragma once
+
+#include <TH/TH.h>
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+#include <THC/THC.h>
+#endif
+
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/tensor.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace kernforge_legacy {
+
+// The dtype and device each handle type stands for.
+template <class T>
+struct Handle;
+
+#define KFL_HANDLE(T, real, dtype_name, device_name)                                \
+  template <>                                                                       \
+  struct Handle<T> {                                                                \
+    static constexpr const char* pointer = #T "*";                                  \
+    static constexpr const char* dtype = #dtype_name;                               \
+    static constexpr const char* device = #device_name;                             \
+    static int32_t dtype_code() { return aoti_torch_dtype_##dtype_name(); }         \
+    static int32_t device_code() { return aoti_torch_device_type_##device_name(); } \
+  };
+#define KFL_CPU_HANDLE(T, real, dtype) KFL_HANDLE(T, real, dtype, cpu)
+TH_FORALL_CPU_TENSORS(KFL_CPU_HANDLE)
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+#define KFL_CUDA_HANDLE(T, real, dtype) KFL_HANDLE(T, real, dtype, cuda)
+TH_FORALL_CUDA_TENSORS(KFL_CUDA_HANDLE)
+#endif
+
+std::string describe(const torch::stable::Tensor& t);
+
+// "fn: argument 2 (index, THIntTensor*): <problem>"
+[[noreturn]] void bad_argument(const char* fn, int index, const char* param, const char* c_type,
+                               const std::string& problem);
+
+// The tensor as the C parameter type T*, once its dtype and device match T.
+template <class T>
+T* tensor_arg(const torch::stable::Tensor& t, const char* fn, int index, const char* param) {
+  int32_t dtype, device;
+  if (aoti_torch_get_dtype(t.get(), &dtype) != AOTI_TORCH_SUCCESS ||
+      aoti_torch_get_device_type(t.get(), &device) != AOTI_TORCH_SUCCESS ||
+      dtype != Handle<T>::dtype_code() || device != Handle<T>::device_code())
+    bad_argument(fn, index, param, Handle<T>::pointer,
+                 std::string("expected a ") + Handle<T>::device + " tensor of " + Handle<T>::dtype +
+                     ", got a " + describe(t));
+  return reinterpret_cast<T*>(t.get());
+}
+
+// A Python int or float as the C parameter type C, if it fits.
+template <class C, class V>
+C scalar_arg(V value, const char* fn, int index, const char* param, const char* c_type) {
+  if constexpr (std::numeric_limits<C>::is_integer && !std::is_same_v<C, bool>) {
+    if (value < static_cast<V>(std::numeric_limits<C>::min()) ||
+        value > static_cast<V>(std::numeric_limits<C>::max()))
+      bad_argument(fn, index, param, c_type, std::to_string(value) + " does not fit");
+  }
+  return static_cast<C>(value);
+}
+
+// Makes the device of the first CUDA tensor argument current for the call, so
+// THCState_getCurrentStream and THCudaMalloc use that device.
+class DeviceGuard {
+ public:
+  DeviceGuard(std::initializer_list<const torch::stable::Tensor*> args);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  DeviceGuardHandle guard_ = nullptr;
+};
+
+}  // namespace kernforge_legacy

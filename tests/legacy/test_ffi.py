@@ -1,0 +1,401 @@
+"""kernforge_legacy.ffi: extensions written in the 2017 torch.utils.ffi style
+(tests/legacy/fixtures, kept as such code was written; their build.py differs
+from the original only in the import line), built through create_extension
+and checked against references: on the CPU everywhere, on CUDA on a GPU host.
+
+- my_lib: the classic example: two inputs, an output resized in C.
+- gather: an int tensor of indices, THError from C, THCudaMalloc (the 2017
+  three-argument form), a .cu source written with the Caffe macros.
+- probe: every TH/THC function once, and each way an error surfaces.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import random
+from kernforge_legacy import ffi
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CUDA = torch.cuda.is_available()
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+
+
+def _load(package: Path, alias: str):
+    """Imports a built extension package under a name of its own (two fixtures
+    are both called _ext.<name>, as legacy projects were)."""
+    spec = importlib.util.spec_from_file_location(alias, package / "__init__.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory):
+    """A scratch folder; the build cache inside it, for this process and the
+    build scripts it runs."""
+    root = tmp_path_factory.mktemp("legacy")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
+        yield root
+
+
+def _run(cmd, cwd: Path, **env) -> str:
+    result = subprocess.run(
+        cmd, cwd=cwd, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert result.returncode == 0, result.stdout
+    return result.stdout
+
+
+def _build_fixture(workdir: Path, name: str):
+    """Copies a fixture, runs its make.sh (CUDA objects) and build.py as a
+    2017 user did, and loads the result."""
+    src = workdir / name
+    shutil.copytree(FIXTURES / name, src)
+    if CUDA and (src / "make.sh").exists():
+        _run(["bash", "make.sh"], src, ARCH="sm_{}{}".format(*torch.cuda.get_device_capability()))
+    _run([sys.executable, "build.py"], src)
+    return _load(src / "_ext" / name, f"fixture_{name}")
+
+
+@pytest.fixture(scope="session")
+def my_lib(workdir):
+    return _build_fixture(workdir, "my_lib")
+
+
+@pytest.fixture(scope="session")
+def gather(workdir):
+    return _build_fixture(workdir, "gather")
+
+
+@pytest.fixture(scope="session")
+def probe(workdir):
+    src = FIXTURES / "probe" / "src"
+    ext = ffi.create_extension(
+        "probe",
+        headers=[src / "probe.h", *([src / "probe_cuda.h"] if CUDA else [])],
+        sources=[src / "probe.c", *([src / "probe_cuda.c", src / "probe_kernel.cu"] if CUDA else [])],
+        with_cuda=CUDA,
+        relative_to=str(workdir / "probe" / "build.py"),
+        verbose=False,
+    )
+    return _load(ext.build(), "fixture_probe")
+
+
+def _suffix(device):
+    return "_cuda" if device == "cuda" else ""
+
+
+# -- my_lib: the old example, output resized in C ---------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_my_lib_add(my_lib, device):
+    gen = torch.Generator().manual_seed(0)
+    a, b = random((37, 65), torch.float32, device, gen), random((37, 65), torch.float32, device, gen)
+    out = a.new()  # empty: the C function resizes it, and Python sees that
+    assert getattr(my_lib, "my_lib_add_forward" + _suffix(device))(a, b, out) == 1
+    torch.testing.assert_close(out, a + b, rtol=0, atol=0)
+
+    grad = a.new()
+    assert getattr(my_lib, "my_lib_add_backward" + _suffix(device))(out, grad) == 1
+    assert torch.equal(grad, torch.ones_like(a))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_my_lib_returns_the_c_result(my_lib, device):
+    a = torch.randn(3, 4, device=device)
+    out = torch.full((2,), 7.0, device=device)
+    assert getattr(my_lib, "my_lib_add_forward" + _suffix(device))(a, torch.randn(5, device=device), out) == 0
+    assert torch.equal(out, torch.full((2,), 7.0, device=device))  # untouched
+
+
+def test_my_lib_checks_tensor_types(my_lib):
+    a = torch.randn(3)
+    with pytest.raises(
+        RuntimeError,
+        match=r"my_lib_add_forward: argument 2 \(input2, THFloatTensor\*\): "
+        r"expected a cpu tensor of float32, got a cpu tensor of float64",
+    ):
+        my_lib.my_lib_add_forward(a, a.double(), a.new())
+    with pytest.raises(RuntimeError, match=r"Expected a value of type 'Tensor' for argument 'input2'"):
+        my_lib.my_lib_add_forward(a, 1.0, a.new())
+
+
+@pytest.mark.cuda
+def test_my_lib_cuda_function_rejects_cpu_tensors(my_lib):
+    a = torch.randn(3)
+    with pytest.raises(RuntimeError, match=r"expected a cuda tensor of float32, got a cpu tensor of float32"):
+        my_lib.my_lib_add_forward_cuda(a, a, a.new())
+
+
+def test_build_script_and_import_line_work_as_before(my_lib, workdir):
+    """`from _ext import my_lib` in the project folder, as the old wrappers did."""
+    assert (workdir / "my_lib" / "_ext" / "__init__.py").exists()
+    assert (workdir / "my_lib" / "_ext" / "my_lib" / "_my_lib.so").exists()
+    out = _run(
+        [
+            sys.executable,
+            "-c",
+            "import torch\nfrom _ext import my_lib\nout = torch.empty(0)\n"
+            "print(my_lib.my_lib_add_forward(torch.ones(2), torch.ones(2), out), out.tolist())",
+        ],
+        workdir / "my_lib",
+    )
+    assert out.strip() == "1 [2.0, 2.0]"
+
+
+# -- gather: an int tensor of indices ---------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gather_rows(gather, device):
+    gen = torch.Generator().manual_seed(1)
+    x = random((50, 33), torch.float32, device, gen)
+    index = torch.randint(0, 50, (77,), generator=gen, dtype=torch.int32).to(device)
+    out = torch.full((3, 3), float("nan"), device=device)  # resized and every element written
+    assert getattr(gather, "gather_rows_forward" + _suffix(device))(x, index, out) == 1
+    assert torch.equal(out, x[index.long()])
+
+    grad_out = random((77, 33), torch.float32, device, gen)
+    grad_in = torch.empty(0, device=device)
+    assert getattr(gather, "gather_rows_backward" + _suffix(device))(grad_out, index, 50, grad_in) == 1
+    expected = torch.zeros(50, 33, dtype=torch.float64, device=device).index_add_(
+        0, index.long(), grad_out.double()
+    )
+    torch.testing.assert_close(grad_in, expected.float(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gather_errors_raised_in_c(gather, device):
+    fn = getattr(gather, "gather_rows_forward" + _suffix(device))
+    x, out = torch.randn(5, 3, device=device), torch.empty(0, device=device)
+    with pytest.raises(RuntimeError, match=r"index 7 out of range for 5 rows \(.*gather(_cuda)?\.c:\d+\)"):
+        fn(x, torch.tensor([1, 7], dtype=torch.int32, device=device), out)
+    with pytest.raises(RuntimeError, match=r"invalid argument 1: input must be 2-D \(.*\.c:\d+\)"):
+        fn(x[0], torch.tensor([1], dtype=torch.int32, device=device), out)
+    int_type = "THCudaIntTensor" if device == "cuda" else "THIntTensor"
+    with pytest.raises(
+        RuntimeError, match=rf"argument 2 \(index, {int_type}\*\): expected a {device} tensor of int32"
+    ):
+        fn(x, torch.tensor([1], device=device), out)
+    # the extension still works afterwards
+    assert fn(x, torch.tensor([4], dtype=torch.int32, device=device), out) == 1
+    assert torch.equal(out, x[4:5])
+
+
+def test_int_arguments_must_fit_the_c_type(gather):
+    with pytest.raises(RuntimeError, match=r"argument 3 \(num_rows, int\): 1099511627776 does not fit"):
+        gather.gather_rows_backward(
+            torch.randn(1, 2), torch.zeros(1, dtype=torch.int32), 2**40, torch.empty(0)
+        )
+
+
+# -- probe: the TH/THC API, function by function -----------------------------------------
+
+
+def test_sizes_strides_and_contiguity(probe):
+    t = torch.randn(4, 6)[:, ::2]
+    out = torch.empty(0, dtype=torch.int64)
+    probe.probe_shape(t, out)
+    assert out.tolist() == [2, 12, 0, 4, 3, 6, 2]
+    probe.probe_shape(torch.randn(2, 3, 5), out)
+    assert out.tolist() == [3, 30, 1, 2, 3, 5, 15, 5, 1]
+    assert probe.probe_size(t, 1) == 3
+    with pytest.raises(RuntimeError, match=r"THFloatTensor_size: dimension 2 out of range of a 2-D tensor"):
+        probe.probe_size(t, 2)
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3, 4, 5])
+def test_resize(probe, ndim):
+    t = torch.empty(0, dtype=torch.float64)
+    shape = [2, 3, 4, 5, 6][:ndim]
+    probe.probe_resize(t, ndim, *(shape + [0] * (5 - ndim)))
+    assert list(t.shape) == shape and t.is_contiguous()
+    src = torch.empty(3, 7, dtype=torch.int32)
+    t = torch.empty(1, dtype=torch.int32)
+    probe.probe_resize_as(t, src)
+    assert t.shape == src.shape
+    with pytest.raises(RuntimeError, match=r"THDoubleTensor_resize1d: negative size -2"):
+        probe.probe_resize(torch.empty(0, dtype=torch.float64), 1, -2, 0, 0, 0, 0)
+
+
+def test_fill_and_zero(probe):
+    t = torch.randint(-9, 9, (5, 3), dtype=torch.int32)
+    probe.probe_fill(t, -123)
+    assert torch.equal(t, torch.full((5, 3), -123, dtype=torch.int32))
+    h = torch.randn(7, dtype=torch.float16)
+    probe.probe_fill_half(h, 2.5)
+    assert torch.equal(h, torch.full((7,), 2.5, dtype=torch.float16))
+    b = torch.randn(7, dtype=torch.bfloat16)
+    probe.probe_fill_bfloat16(b, -1.25)
+    assert torch.equal(b, torch.full((7,), -1.25, dtype=torch.bfloat16))
+    u = torch.randint(1, 255, (9,), dtype=torch.uint8)
+    probe.probe_zero(u)
+    assert not u.any()
+
+
+def test_scalars_in_and_out(probe):
+    x = torch.randn(100, dtype=torch.float64)
+    assert probe.probe_sum(x, 0.5) == pytest.approx(float(x.sum()) * 0.5)
+    assert probe.probe_narrow(255) == 255
+    with pytest.raises(
+        RuntimeError, match=r"probe_narrow: argument 1 \(value, unsigned char\): 256 does not fit"
+    ):
+        probe.probe_narrow(256)
+
+
+def test_const_tensors_are_not_mutable_in_the_schema(probe):
+    schema = str(probe.probe_sum._schema)
+    assert "Tensor t," in schema and "Tensor(a!) t" not in schema
+    assert "Tensor(a!) t" in str(probe.probe_fill._schema)
+
+
+def test_th_error_and_arg_check(probe):
+    with pytest.raises(RuntimeError, match=r"^probe failed with code 7 \(.*probe\.c:\d+\)"):
+        probe.probe_error(7)
+    with pytest.raises(
+        RuntimeError, match=r"^invalid argument 1: ok must be positive, got -3 \(.*probe\.c:\d+\)"
+    ):
+        probe.probe_argcheck(-3)
+    assert probe.probe_argcheck(4) == 4
+
+
+@pytest.mark.cuda
+def test_current_stream_and_device(probe):
+    t = torch.randn(3, device="cuda")
+    assert probe.probe_stream(t) == torch.cuda.current_stream().cuda_stream
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        assert probe.probe_stream(t) == side.cuda_stream
+    assert probe.probe_device(t) == t.device.index
+
+
+@pytest.mark.cuda
+def test_thcuda_malloc_and_copy(probe):
+    src = torch.randn(1000, device="cuda")
+    dst = torch.empty(0, device="cuda")
+    probe.probe_copy(src, dst)
+    assert torch.equal(dst, src)
+
+
+@pytest.mark.cuda
+def test_cuda_resize_and_fill(probe):
+    t = torch.empty(0, dtype=torch.int64, device="cuda")
+    probe.probe_fill_cuda(t, 2, 3, 4, -(2**40))
+    assert torch.equal(t, torch.full((2, 3, 4), -(2**40), dtype=torch.int64, device="cuda"))
+
+
+@pytest.mark.cuda
+def test_cuda_errors_raise(probe):
+    t = torch.randn(4, device="cuda")
+    with pytest.raises(
+        RuntimeError,
+        match=r"CUDA kernel launch failed in BadLaunch \(.*probe_kernel\.cu:\d+\): "
+        r"cudaErrorInvalidConfiguration: invalid configuration argument",
+    ):
+        probe.probe_bad_launch(t)
+    with pytest.raises(
+        RuntimeError, match=r"CUDA error: cudaErrorInvalidValue: invalid argument \(.*probe_cuda\.c"
+    ):
+        probe.probe_check(1)
+    # neither error is sticky: the next kernels run
+    assert float((t + 1).sum()) == pytest.approx(float(t.sum()) + 4, rel=1e-5)
+
+
+# -- what create_extension refuses, and how a failed build reads ------------------------
+
+
+def _write(dir: Path, files: dict[str, str]) -> None:
+    dir.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (dir / name).write_text(text)
+
+
+def _extension(dir: Path, header: str, source: str, **kw):
+    _write(dir, {"f.h": header, "f.c": source})
+    return ffi.create_extension("f", headers="f.h", sources=["f.c"], relative_to=str(dir / "build.py"), **kw)
+
+
+def test_compiler_errors_surface_with_the_compilers_message(tmp_path, workdir):
+    ext = _extension(
+        tmp_path, "int f(THFloatTensor *x);", "#include <TH/TH.h>\nint f(THFloatTensor *x) { return y; }\n"
+    )
+    with pytest.raises(ffi.BuildError, match=r"(?s)building f failed:.*f\.c.*error: .y. undeclared"):
+        ext.build()
+
+
+def test_unsupported_th_functions_fail_at_link_time(tmp_path, workdir):
+    ext = _extension(
+        tmp_path,
+        "int f(THFloatTensor *x);",
+        "#include <TH/TH.h>\n"
+        "void THFloatTensor_cadd(THFloatTensor *, THFloatTensor *, float, THFloatTensor *);\n"
+        "int f(THFloatTensor *x) { THFloatTensor_cadd(x, x, 1.0f, x); return 1; }\n",
+    )
+    with pytest.raises(ffi.BuildError, match=r"undefined reference to `THFloatTensor_cadd'"):
+        ext.build()
+
+
+@pytest.mark.parametrize(
+    "header, message",
+    [
+        ("int f(float *buf);", r"parameter 1 of f \('float \*buf'\) cannot be passed from Python"),
+        ("int f(THFloatStorage *s);", r"parameter 1 of f \('THFloatStorage \*s'\) cannot be passed"),
+        ("THFloatTensor *f(int n);", r"cannot read 'THFloatTensor \*f\(int n\)' as a function prototype"),
+        ("char *f(int n);", r"cannot read"),
+        (
+            "int f(THCudaTensor *x);",
+            r"f takes a THCudaTensor \*, which needs create_extension\(..., with_cuda=True\)",
+        ),
+    ],
+)
+def test_unsupported_prototypes_are_refused_by_name(tmp_path, header, message):
+    with pytest.raises(ValueError, match=message):
+        _extension(tmp_path, header, "")
+
+
+def test_unsupported_arguments_are_refused(tmp_path):
+    with pytest.raises(TypeError, match=r"unsupported argument\(s\) \['extra_cuda_cflags'\]"):
+        _extension(tmp_path, "int f(int n);", "", extra_cuda_cflags=["-G"])
+    _write(tmp_path, {"k.cu": ""})
+    with pytest.raises(ValueError, match=r"k\.cu is CUDA; build it with with_cuda=True"):
+        ffi.create_extension("f", headers="f.h", sources=["k.cu"], relative_to=str(tmp_path / "b.py"))
+
+
+def test_header_parsing():
+    protos = ffi.parse_header(
+        "/* exported */\n#ifndef X\nint a(THFloatTensor *x, const THIntTensor* idx, long n,\n"
+        "      double s);  // one\nvoid b(void);\nfloat c(unsigned int, THDoubleTensor *);\n#endif\n",
+        "h.h",
+        with_cuda=False,
+    )
+    assert [p.schema for p in protos] == [
+        "a(Tensor(a!) x, Tensor idx, int n, float s) -> int",
+        "b() -> ()",
+        "c(int arg0, Tensor(b!) arg1) -> float",
+    ]
+
+
+def test_rebuild_is_incremental(tmp_path, workdir):
+    ext = _extension(tmp_path, "int f(int n);", "int f(int n) { return 2 * n; }\n", verbose=False)
+    first = _load(ext.build(), "fixture_f")
+    assert first.f(21) == 42
+    log = (
+        Path(os.environ["TORCH_EXTENSIONS_DIR"])
+        / "kernforge_legacy"
+        / ext.namespace(ext.target_dir())
+        / ".ninja_log"
+    )
+    lines = len(log.read_text().splitlines())
+    ext.build()  # nothing changed: nothing compiled or linked again
+    assert len(log.read_text().splitlines()) == lines
