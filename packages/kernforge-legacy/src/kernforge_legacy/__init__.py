@@ -2,10 +2,14 @@
 
 * :mod:`kernforge_legacy.ffi`: ``create_extension``, the old build entry point,
   with the TH/THC compatibility headers (:func:`kernforge_legacy.ffi.include_dir`).
+* :func:`round_ste`: the straight-through round op
+  (``torch.ops.kernforge_legacy.round_ste``), its kernels kept in the legacy
+  style and built through ``create_extension``.
 """
 
-from . import ffi
+from . import ffi, ops
+from .ops import round_ste
 
 __version__ = "0.1.0"
 
-__all__ = ["ffi"]
+__all__ = ["ffi", "ops", "round_ste"]

@@ -1,13 +1,14 @@
 """kernforge: fast custom PyTorch operators in C++ and CUDA.
 
-``kernforge.mul``, ``kernforge.add`` and ``kernforge.fused_relu_add`` are the
-functional ops (:mod:`kernforge.functional`); :mod:`kernforge.nn` has the
-modules and :mod:`kernforge.reference` the pure-PyTorch implementations.
+``kernforge.mul``, ``kernforge.add``, ``kernforge.fused_relu_add``,
+``kernforge.lltm`` and ``kernforge.round_ste`` are the functional ops
+(:mod:`kernforge.functional`); :mod:`kernforge.nn` has the modules and
+:mod:`kernforge.reference` the pure-PyTorch implementations.
 """
 
 from . import functional, nn, reference
-from .functional import add, fused_relu_add, lltm, mul
+from .functional import add, fused_relu_add, lltm, mul, round_ste
 
 __version__ = "0.1.0"
 
-__all__ = ["add", "functional", "fused_relu_add", "lltm", "mul", "nn", "reference"]
+__all__ = ["add", "functional", "fused_relu_add", "lltm", "mul", "nn", "reference", "round_ste"]

@@ -1,35 +1,44 @@
 """The functional API: each name is the kernel-backed op from
-:mod:`kernforge_core.ops` (documented there), or the pure-PyTorch version from
-:mod:`kernforge.reference` when ``KERNFORGE_REFERENCE=1`` or the compiled
-kernels cannot be loaded (a RuntimeWarning says why)."""
+:mod:`kernforge_core.ops` (``round_ste``: :mod:`kernforge_legacy.ops`),
+documented there, or the pure-PyTorch version from :mod:`kernforge.reference`
+when ``KERNFORGE_REFERENCE=1`` or the compiled kernels cannot be loaded (a
+RuntimeWarning says why)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
 
 from . import reference
 
-if os.environ.get("KERNFORGE_REFERENCE") == "1":
-    _impl = reference
-else:
+
+def _kernels(module: str):
+    """The ops module of a kernel package, or :mod:`kernforge.reference`."""
+    if os.environ.get("KERNFORGE_REFERENCE") == "1":
+        return reference
     try:
-        from kernforge_core import ops as _impl
+        return importlib.import_module(module)
     except ImportError as e:
         warnings.warn(
-            f"kernforge: the compiled kernels could not be loaded ({e}); "
+            f"kernforge: the compiled kernels of {module} could not be loaded ({e}); "
             "using the pure-PyTorch reference implementations",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-        _impl = reference
+        return reference
 
-#: "kernels" or "reference": which implementation the names below are.
-BACKEND = "reference" if _impl is reference else "kernels"
+
+_impl = _kernels("kernforge_core.ops")
+_legacy = _kernels("kernforge_legacy.ops")
+
+#: "kernels" when every name below is kernel-backed, else "reference".
+BACKEND = "reference" if reference in (_impl, _legacy) else "kernels"
 
 mul = _impl.mul
 add = _impl.add
 fused_relu_add = _impl.fused_relu_add
 lltm = _impl.lltm
+round_ste = _legacy.round_ste
 
-__all__ = ["BACKEND", "add", "fused_relu_add", "lltm", "mul"]
+__all__ = ["BACKEND", "add", "fused_relu_add", "lltm", "mul", "round_ste"]

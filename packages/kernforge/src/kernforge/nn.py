@@ -84,3 +84,17 @@ class LLTM(nn.Module):
 
     def extra_repr(self) -> str:
         return f"input_features={self.input_features}, state_size={self.state_size}"
+
+
+class RoundSTE(nn.Module):
+    """Straight-through rounding (:func:`kernforge.round_ste`): 1 where
+    ``x >= 0.5``, else 0, in the forward; the identity in the backward. The
+    binarization step of quantization-aware and binary networks.
+
+    Shape:
+        x: any shape, float16, bfloat16, float32 or float64; output: the same
+        shape and dtype, contiguous.
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.round_ste(x)

@@ -35,3 +35,9 @@ def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor,
     i, o, z = torch.sigmoid(g0), torch.sigmoid(g1), torch.nn.functional.elu(g2)
     c_new = c + z * i
     return torch.tanh(c_new) * o, c_new
+
+
+def round_ste(x: Tensor) -> Tensor:
+    """``(x >= 0.5)`` in ``x``'s dtype, with the gradient passed straight through."""
+    hard = (x >= 0.5).to(x.dtype)
+    return x + (hard - x).detach() if x.requires_grad else hard

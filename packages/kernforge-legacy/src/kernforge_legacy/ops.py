@@ -1,0 +1,81 @@
+"""The straight-through round op, ``torch.ops.kernforge_legacy.round_ste``.
+
+Its kernels are legacy code: ``csrc/round`` holds C functions over
+``THFloatTensor*`` / ``THCudaTensor*`` (and the double, half and bfloat16
+types) and a CUDA kernel written with Caffe's macros, built by this package's
+own :func:`kernforge_legacy.ffi.create_extension` into
+``kernforge_legacy._ext.round`` when the package is built. This module
+registers the op over them, with its fake kernel and autograd formula.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+try:
+    from ._ext import round as _ext
+except ImportError as e:
+    raise ImportError(
+        "kernforge_legacy: the round_ste extension (kernforge_legacy._ext.round) is not built; "
+        "install the package with pip (it builds csrc/round)"
+    ) from e
+
+_SUFFIX = {torch.float32: "", torch.float64: "_double", torch.float16: "_half", torch.bfloat16: "_bfloat16"}
+
+torch.library.define("kernforge_legacy::round_ste", "(Tensor x) -> Tensor")
+
+
+def round_ste(x: Tensor) -> Tensor:
+    """Straight-through rounding: 1 where ``x >= 0.5``, 0 elsewhere (NaN gives
+    0); the backward passes the gradient through unchanged.
+
+    Ties go up: 0.5 rounds to 1 and 2.5 is not a concern (values above 1 give
+    1 too), unlike ``torch.round``, which rounds half to even (0.5 -> 0) and
+    keeps integers.
+
+    Args:
+        x: a float16, bfloat16, float32 or float64 tensor, CPU or CUDA, any
+            shape and layout.
+
+    Returns:
+        A contiguous tensor of ``x``'s shape, dtype and device.
+    """
+    return torch.ops.kernforge_legacy.round_ste(x)
+
+
+def _check(x: Tensor) -> None:
+    if x.dtype not in _SUFFIX or x.layout != torch.strided or x.device.type not in ("cpu", "cuda", "meta"):
+        raise RuntimeError(
+            "kernforge_legacy::round_ste: expected a dense float16, bfloat16, float32 or float64 CPU or "
+            f"CUDA tensor, got {str(x.dtype).removeprefix('torch.')} {x.layout} on {x.device}"
+        )
+
+
+def _forward(x: Tensor) -> Tensor:
+    _check(x)
+    name = f"round_ste_forward{'_cuda' if x.is_cuda else ''}{_SUFFIX[x.dtype]}"
+    fn = getattr(_ext, name, None)
+    if fn is None:
+        raise RuntimeError("kernforge_legacy::round_ste: this build of kernforge-legacy has no CUDA kernels")
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    fn(x, out)
+    return out
+
+
+torch.library.impl("kernforge_legacy::round_ste", "CPU", _forward)
+torch.library.impl("kernforge_legacy::round_ste", "CUDA", _forward)
+
+
+@torch.library.register_fake("kernforge_legacy::round_ste")
+def _round_ste_fake(x: Tensor) -> Tensor:
+    _check(x)
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _round_ste_backward(ctx, grad: Tensor) -> Tensor:
+    return grad
+
+
+torch.library.register_autograd("kernforge_legacy::round_ste", _round_ste_backward)
