@@ -16,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-# case, or (case, size), -> checks; each check: (description, fn(row) -> bool)
+# case, (case, size) or (case, dtype) -> checks; each check: (description, fn(row) -> bool)
 CUDA_TARGETS = {
     "mul": [
         ("≥95% of copy bandwidth", lambda r: r["of_copy"] >= 0.95),
@@ -31,6 +31,10 @@ CUDA_TARGETS = {
         ("≥1.05x faster than torch.compile", lambda r: r["compile"] / r["median"] >= 1.05),
     ],
     "fused_relu_add_backward_bias": [("≥90% of copy bandwidth", lambda r: r["of_copy"] >= 0.90)],
+    ("round_ste", "float32"): [
+        ("≥95% of copy bandwidth", lambda r: r["of_copy"] >= 0.95),
+        ("≥1.05x faster than torch.compile", lambda r: r["compile"] / r["median"] >= 1.05),
+    ],
     "mul_call": [("≤1.5x eager's per-call cost", lambda r: r["median"] <= 1.5 * r["eager"])],
     "add_call": [("≤1.5x eager's per-call cost", lambda r: r["median"] <= 1.5 * r["eager"])],
     "fused_relu_add_call": [("≤1.5x eager's per-call cost", lambda r: r["median"] <= 1.5 * r["eager"])],
@@ -119,7 +123,11 @@ def check_targets(data: dict) -> list[str]:
     targets = CPU_TARGETS if data["machine_info"].get("device") == "cpu" else CUDA_TARGETS
     out = []
     for r in rows(data):
-        checks = targets.get(r["case"], []) + targets.get((r["case"], r["size"]), [])
+        checks = [
+            *targets.get(r["case"], []),
+            *targets.get((r["case"], r["size"]), []),
+            *targets.get((r["case"], r["dtype"]), []),
+        ]
         for what, ok in checks:
             try:
                 passed = ok(r)

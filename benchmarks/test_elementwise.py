@@ -53,6 +53,13 @@ CASES = {
             "eager": lambda a, b, bias: torch.relu(a) + b + bias,
         },
     ),
+    "round_ste": (
+        2,
+        {
+            "kernforge": lambda a, b, bias: kernforge.round_ste(a),
+            "eager": lambda a, b, bias: (a >= 0.5).to(a.dtype),
+        },
+    ),
     "fused_relu_add_backward_bias": (
         3,
         {

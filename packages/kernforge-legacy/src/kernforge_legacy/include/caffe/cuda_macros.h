@@ -4,7 +4,9 @@
  *   CUDA_KERNEL_LOOP(i, n)   grid-stride loop; i is int64_t, so n may pass 2^31
  *   CAFFE_CUDA_NUM_THREADS   threads per block (512)
  *   CAFFE_GET_BLOCKS(n)      blocks for n elements, at least 1 and at most
- *                            CAFFE_MAXIMUM_NUM_BLOCKS (the loop covers the rest)
+ *                            CAFFE_MAXIMUM_NUM_BLOCKS = 65535, the old grid
+ *                            limit (the loop covers the rest: from 2^25
+ *                            elements on, each thread takes several)
  *   CUDA_POST_KERNEL_CHECK   after a launch: raises a Python RuntimeError naming
  *                            the launching function, its file and line, and the
  *                            CUDA error, instead of printing and carrying on
@@ -48,7 +50,7 @@ inline void post_kernel_check(const char* where, const char* file, int line) {
 #endif
 
 #ifndef CAFFE_MAXIMUM_NUM_BLOCKS
-#define CAFFE_MAXIMUM_NUM_BLOCKS 4096
+#define CAFFE_MAXIMUM_NUM_BLOCKS 65535
 #endif
 
 #ifndef CAFFE_GET_BLOCKS
