@@ -399,3 +399,44 @@ def test_rebuild_is_incremental(tmp_path, workdir):
     lines = len(log.read_text().splitlines())
     ext.build()  # nothing changed: nothing compiled or linked again
     assert len(log.read_text().splitlines()) == lines
+
+
+def test_package_setup_builds_into_the_package(tmp_path, workdir):
+    """A legacy package's setup.py, with cmdclass={"build_py": build_py(ffi)}
+    where it had cffi_modules=[...]: the extension lands in the package."""
+    project = tmp_path / "project"
+    (project / "my_package" / "src").mkdir(parents=True)
+    for f in ("my_lib.c", "my_lib.h"):
+        shutil.copy(FIXTURES / "my_lib" / "src" / f, project / "my_package" / "src" / f)
+    _write(
+        project,
+        {
+            "setup.py": "from setuptools import setup, find_packages\n"
+            "from kernforge_legacy.ffi import build_py\n"
+            "from my_package.build import ffi\n"
+            "setup(name='my_package', version='0.1', packages=find_packages(),\n"
+            "      cmdclass={'build_py': build_py(ffi)})\n",
+        },
+    )
+    _write(
+        project / "my_package",
+        {
+            "__init__.py": "",
+            "build.py": "from kernforge_legacy.ffi import create_extension\n"
+            "ffi = create_extension('_ext.my_lib', package=True, headers=['src/my_lib.h'],\n"
+            "                       sources=['src/my_lib.c'], relative_to=__file__, verbose=False)\n",
+        },
+    )
+    out = tmp_path / "out"
+    _run([sys.executable, "setup.py", "-q", "build", "--build-lib", str(out)], project)
+    assert (out / "my_package" / "_ext" / "my_lib" / "_my_lib.so").exists()
+    got = _run(
+        [
+            sys.executable,
+            "-c",
+            "import torch\nfrom my_package._ext import my_lib\nout = torch.empty(0)\n"
+            "print(my_lib.my_lib_add_forward(torch.ones(2), torch.ones(2), out), out.tolist())",
+        ],
+        out,
+    )
+    assert got.strip() == "1 [2.0, 2.0]"

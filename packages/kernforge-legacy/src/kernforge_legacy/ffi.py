@@ -444,15 +444,23 @@ def create_extension(
 
 def build_py(*extensions: Extension):
     """A setuptools ``build_py`` command that also builds ``extensions`` into
-    the package being built: what ``cffi_modules=[...]`` did in a legacy
-    ``setup.py`` (``cmdclass={"build_py": build_py(ffi)}``)."""
+    the wheel: what ``cffi_modules=[...]`` did in a legacy ``setup.py``
+    (``cmdclass={"build_py": build_py(ffi)}``). An extension whose build
+    script sits in a package lands in that package (``my_package/build.py``
+    with ``"_ext.my_lib"`` gives ``my_package._ext.my_lib``)."""
     from setuptools.command.build_py import build_py as _base
 
     class BuildPy(_base):
         def run(self):
             super().run()
             for ext in extensions:
-                ext.build(base_path=self.build_lib)
+                ext.build(base_path=self._build_base(ext.base_path))
+
+        def _build_base(self, src: Path) -> Path:
+            for pkg in self.packages or []:
+                if Path(self.get_package_dir(pkg)).resolve() == src:
+                    return Path(self.build_lib, *pkg.split("."))
+            return Path(self.build_lib) / os.path.relpath(src)
 
     return BuildPy
 
