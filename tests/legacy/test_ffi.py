@@ -56,6 +56,15 @@ def _run(cmd, cwd: Path, **env) -> str:
     return result.stdout
 
 
+def _add_in_new_process(package: str, cwd: Path) -> str:
+    """`from <package> import my_lib` and one add, in a fresh interpreter in `cwd`."""
+    code = (
+        f"import torch\nfrom {package} import my_lib\nout = torch.empty(0)\n"
+        "print(my_lib.my_lib_add_forward(torch.ones(2), torch.ones(2), out), out.tolist())"
+    )
+    return _run([sys.executable, "-c", code], cwd).strip()
+
+
 def _build_fixture(workdir: Path, name: str):
     """Copies a fixture, runs its make.sh (CUDA objects) and build.py as a
     2017 user did, and loads the result."""
@@ -142,16 +151,7 @@ def test_build_script_and_import_line_work_as_before(my_lib, workdir):
     """`from _ext import my_lib` in the project folder, as the old wrappers did."""
     assert (workdir / "my_lib" / "_ext" / "__init__.py").exists()
     assert (workdir / "my_lib" / "_ext" / "my_lib" / "_my_lib.so").exists()
-    out = _run(
-        [
-            sys.executable,
-            "-c",
-            "import torch\nfrom _ext import my_lib\nout = torch.empty(0)\n"
-            "print(my_lib.my_lib_add_forward(torch.ones(2), torch.ones(2), out), out.tolist())",
-        ],
-        workdir / "my_lib",
-    )
-    assert out.strip() == "1 [2.0, 2.0]"
+    assert _add_in_new_process("_ext", workdir / "my_lib") == "1 [2.0, 2.0]"
 
 
 # -- gather: an int tensor of indices ---------------------------------------------------
@@ -430,13 +430,4 @@ def test_package_setup_builds_into_the_package(tmp_path, workdir):
     out = tmp_path / "out"
     _run([sys.executable, "setup.py", "-q", "build", "--build-lib", str(out)], project)
     assert (out / "my_package" / "_ext" / "my_lib" / "_my_lib.so").exists()
-    got = _run(
-        [
-            sys.executable,
-            "-c",
-            "import torch\nfrom my_package._ext import my_lib\nout = torch.empty(0)\n"
-            "print(my_lib.my_lib_add_forward(torch.ones(2), torch.ones(2), out), out.tolist())",
-        ],
-        out,
-    )
-    assert got.strip() == "1 [2.0, 2.0]"
+    assert _add_in_new_process("my_package._ext", out) == "1 [2.0, 2.0]"
