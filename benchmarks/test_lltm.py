@@ -74,6 +74,9 @@ def test_lltm(benchmark, impl, case):
     # Several steps per round where a step is short, so that the GPU queue
     # stays fed and the round's one synchronization is spread over them.
     work = batch * state * (state + features)
-    benchmark.extra_info["host_bound"] = work < 1 << 28  # the Python and dispatch path dominates
+    # The Python and dispatch path dominates, or weighs enough that a slow
+    # host moves the median: on one H100 host, (1024, 512, 1024) took 1313 us
+    # (eager 1499) against 788 (884) on another the same day.
+    benchmark.extra_info["host_bound"] = work < 1 << 32
     rounds, iterations = (20, 1) if work >= 1 << 32 else (30, 5) if work >= 1 << 28 else (50, 10)
     benchmark.pedantic(step, rounds=rounds, iterations=iterations, warmup_rounds=3)

@@ -67,9 +67,11 @@ std::vector<int64_t> sizes(const void* t) {
 }
 
 // aten::resize_ through the dispatcher: the caller's tensor itself changes.
+// A resize to the shape it has is a no-op there, so it is skipped here.
 void resize(void* t, std::vector<int64_t> shape, const char* fn) {
   for (int64_t s : shape)
     if (s < 0) throw std::runtime_error(std::string(fn) + ": negative size " + std::to_string(s));
+  if (shape == sizes(t)) return;
   AtenTensorHandle ref;
   check(aoti_torch_new_tensor_handle(handle(t), &ref), fn);
   StableIValue stack[3] = {torch::stable::detail::from(ref),
