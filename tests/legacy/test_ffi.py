@@ -252,6 +252,9 @@ def test_scalars_in_and_out(probe):
         RuntimeError, match=r"probe_narrow: argument 1 \(value, unsigned char\): 256 does not fit"
     ):
         probe.probe_narrow(256)
+    assert probe.probe_size_t(2**40) == 2**40  # a 64-bit unsigned parameter
+    with pytest.raises(RuntimeError, match=r"probe_size_t: argument 1 \(value, size_t\): -1 does not fit"):
+        probe.probe_size_t(-1)
 
 
 def test_const_tensors_are_not_mutable_in_the_schema(probe):

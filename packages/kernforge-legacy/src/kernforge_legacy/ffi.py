@@ -199,7 +199,7 @@ def _parse_param(text: str, index: int, fn: str, header: str, with_cuda: bool) -
 class Extension:
     """What :func:`create_extension` returns: call :meth:`build`."""
 
-    def __init__(self, name, headers, sources, *, verbose, with_cuda, package, relative_to, **kwargs):
+    def __init__(self, name, headers, sources, *, verbose, with_cuda, relative_to, **kwargs):
         unknown = set(kwargs) - _BUILD_KWARGS
         if unknown:
             raise TypeError(
@@ -210,7 +210,6 @@ class Extension:
         self.base_path = Path(os.path.abspath(os.path.dirname(relative_to)))
         self.verbose = verbose
         self.with_cuda = with_cuda
-        self.package = package
         if with_cuda:
             _require_cuda()
         headers = [headers] if isinstance(headers, (str, os.PathLike)) else list(headers)
@@ -430,13 +429,13 @@ def create_extension(
             ``extra_compile_args`` (C and C++), ``extra_link_args``,
             ``libraries``, ``library_dirs``; anything else is a TypeError.
     """
+    del package  # the old package mode built the same module; build_py places it
     return Extension(
         name,
         headers,
         sources,
         verbose=verbose,
         with_cuda=with_cuda,
-        package=package,
         relative_to=relative_to,
         **kwargs,
     )

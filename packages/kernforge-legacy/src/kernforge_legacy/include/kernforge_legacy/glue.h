@@ -17,6 +17,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace kernforge_legacy {
 
@@ -59,13 +60,16 @@ T* tensor_arg(const torch::stable::Tensor& t, const char* fn, int index, const c
   return reinterpret_cast<T*>(t.get());
 }
 
-// A Python int or float as the C parameter type C, if it fits.
+// A Python int (int64_t) or float (double) as the C parameter type C, if it fits.
 template <class C, class V>
 C scalar_arg(V value, const char* fn, int index, const char* param, const char* c_type) {
-  if constexpr (std::numeric_limits<C>::is_integer && !std::is_same_v<C, bool>) {
-    if (value < static_cast<V>(std::numeric_limits<C>::min()) ||
-        value > static_cast<V>(std::numeric_limits<C>::max()))
-      bad_argument(fn, index, param, c_type, std::to_string(value) + " does not fit");
+  if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+    bool fits;
+    if constexpr (std::is_signed_v<C>)
+      fits = value >= std::numeric_limits<C>::min() && value <= std::numeric_limits<C>::max();
+    else  // compared as uint64_t: the max of a 64-bit C is -1 as an int64_t
+      fits = value >= 0 && static_cast<uint64_t>(value) <= std::numeric_limits<C>::max();
+    if (!fits) bad_argument(fn, index, param, c_type, std::to_string(value) + " does not fit");
   }
   return static_cast<C>(value);
 }
