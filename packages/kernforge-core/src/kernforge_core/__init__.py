@@ -23,8 +23,16 @@ __version__ = "0.1.0"
 
 def _load_library() -> tuple[str, str]:
     if os.environ.get("KERNFORGE_JIT") != "1" and importlib.util.find_spec("kernforge_core._C"):
-        from . import _C
+        try:
+            from . import _C
+        except ImportError as e:  # e.g. a +cu13 build under a torch built with CUDA 12
+            from importlib.metadata import version
 
+            raise ImportError(
+                f"kernforge_core: kernforge-core {version('kernforge-core')} cannot load its library with "
+                f"torch {torch.__version__} ({e}). A +cuNN build needs a torch built with CUDA NN: "
+                "install the variant (+cpu, +cu12, +cu13) that matches your torch"
+            ) from e
         return "aot", _C.__file__
     from . import _jit
 

@@ -10,6 +10,7 @@ the package, so ``setup.py`` can load it by path.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,3 +91,17 @@ def build_config(cuda: bool, csrc: Path = CSRC, relative_to: Path | None = None)
         cxx_flags=[*_COMMON, "-fvisibility=hidden", "-fno-trapping-math"] + (["-DUSE_CUDA"] if cuda else []),
         nvcc_flags=[*_COMMON, "-DUSE_CUDA", "-Xcompiler=-fvisibility=hidden", "-lineinfo"],
     )
+
+
+def variant_version(init_py: Path, cuda: bool) -> str:
+    """``__version__`` of ``init_py`` with the build variant as its local
+    label: ``0.1.0+cpu``, or ``0.1.0+cu13`` when built with CUDA 13. Installers
+    select a variant by that label (``kernforge-core==0.1.0+cu13``), or by the
+    variant's index, as for torch's own ``+cpu`` and ``+cu130`` builds."""
+    import torch
+
+    found = re.search(r'^__version__ = "([^"+]+)"$', init_py.read_text(), re.M)
+    if found is None:
+        raise RuntimeError(f'no __version__ = "..." line in {init_py}')
+    variant = f"cu{torch.version.cuda.split('.')[0]}" if cuda else "cpu"
+    return f"{found.group(1)}+{variant}"

@@ -15,10 +15,18 @@ from torch import Tensor
 
 try:
     from ._ext import round as _ext
-except ImportError as e:
+except ModuleNotFoundError as e:
     raise ImportError(
         "kernforge_legacy: the round_ste extension (kernforge_legacy._ext.round) is not built; "
         "install the package with pip (it builds csrc/round)"
+    ) from e
+except OSError as e:  # the library is there but does not load with this torch
+    from importlib.metadata import version
+
+    raise ImportError(
+        f"kernforge_legacy: kernforge-legacy {version('kernforge-legacy')} cannot load its round_ste "
+        f"library with torch {torch.__version__} ({e}). A +cuNN build needs a torch built with CUDA NN: "
+        "install the variant (+cpu, +cu12, +cu13) that matches your torch"
     ) from e
 
 _SUFFIX = {torch.float32: "", torch.float64: "_double", torch.float16: "_half", torch.bfloat16: "_bfloat16"}
