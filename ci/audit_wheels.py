@@ -21,6 +21,8 @@ are exactly those TORCH_CUDA_ARCH_LIST asks for. Prints a table of the wheels
 from __future__ import annotations
 
 import argparse
+import glob
+import os
 import re
 import shutil
 import subprocess
@@ -52,12 +54,25 @@ def found_archs(library: Path) -> tuple[set[str], set[str]]:
     """SASS and PTX targets inside a library, as cuobjdump lists them."""
 
     def listed(flag: str) -> set[str]:
-        proc = subprocess.run(["cuobjdump", flag, str(library)], capture_output=True, text=True)
+        proc = subprocess.run([_cuda_tool("cuobjdump"), flag, str(library)], capture_output=True, text=True)
         if proc.returncode != 0 and "does not contain device code" not in proc.stderr + proc.stdout:
             raise RuntimeError(f"cuobjdump {flag} {library.name}: {proc.stderr.strip()}")
         return set(re.findall(r"\.(sm_\d+a?)\.", proc.stdout))
 
     return listed("--list-elf"), listed("--list-ptx")
+
+
+def _cuda_tool(name: str) -> str:
+    """A CUDA toolkit program: CUDA_HOME's, on PATH, the standard location's, or
+    from NVIDIA's PyPI packages (nvidia-cuda-cuobjdump: nvidia/cu13/bin)."""
+    folders = [Path(os.environ["CUDA_HOME"], "bin")] if os.environ.get("CUDA_HOME") else []
+    folders += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    folders += [Path("/usr/local/cuda/bin")]
+    folders += [Path(f) for entry in sys.path if entry for f in sorted(glob.glob(f"{entry}/nvidia/*/bin"))]
+    for folder in folders:
+        if (folder / name).is_file():
+            return str(folder / name)
+    raise FileNotFoundError(f"{name} not found: install nvidia-cuda-cuobjdump, or set CUDA_HOME to a toolkit")
 
 
 def undefined_symbols(library: Path) -> list[tuple[str, str, str]]:
