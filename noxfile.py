@@ -129,9 +129,10 @@ def wheels(session: nox.Session) -> None:
     """`nox -s wheels -- VARIANT` (cpu, cu12, cu13): the three packages' wheels
     into dist/VARIANT/, built against the variant's torch from ci/matrix.toml,
     repaired with auditwheel (ci/repair_wheel.py: torch's and the CUDA
-    runtime's libraries left out) and audited: check-wheel-contents, twine check --strict, abi3audit,
-    then ci/audit_wheels.py (version label, abi3 tags, undefined symbols, and
-    for CUDA the SASS/PTX inside against the variant's arch list)."""
+    runtime's libraries left out) and audited: check-wheel-contents, twine
+    check --strict, abi3audit, then ci/audit_wheels.py (version label, abi3
+    tags, undefined symbols, and for CUDA the SASS/PTX inside against the
+    variant's arch list)."""
     name, variant = _variant(session)
     out = ROOT / "dist" / name
     raw = Path(session.create_tmp()) / "raw"
