@@ -53,7 +53,7 @@ def test_installed_version_carries_the_variant():
     assert version("kernforge-legacy").partition("+")[2] == expected
 
 
-def test_index_lists_each_project_with_its_hash(tmp_path):
+def test_index_lists_each_project_with_its_hash(tmp_path, monkeypatch):
     wheelhouse = tmp_path / "wheelhouse" / "wheelhouse-cu13"
     wheelhouse.mkdir(parents=True)
     names = [
@@ -62,7 +62,7 @@ def test_index_lists_each_project_with_its_hash(tmp_path):
     ]
     for i, name in enumerate(names):
         (wheelhouse / name).write_bytes(b"wheel %d" % i)
-    sys.argv = ["make_index.py", str(tmp_path / "wheelhouse"), str(tmp_path / "site")]
+    monkeypatch.setattr(sys, "argv", ["make_index.py", str(tmp_path / "wheelhouse"), str(tmp_path / "site")])
     assert make_index.main() == 0
     root = tmp_path / "site" / "whl" / "cu13"
     assert '<a href="kernforge-core/">' in (root / "index.html").read_text()
