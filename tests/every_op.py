@@ -1,0 +1,51 @@
+"""Every public kernforge op behind one calling convention, for the tests that
+must hold for all of them (streams, graphs, determinism, sanitizers):
+random inputs, the call through ``kernforge`` or its reference, and the
+forward outputs with the gradients of every input."""
+
+from __future__ import annotations
+
+import torch
+
+OPS = ["mul", "add", "fused_relu_add", "round_ste", "lltm"]
+
+
+def inputs(op: str, gen: torch.Generator, device="cuda", dtype=torch.float32) -> tuple[torch.Tensor, ...]:
+    """Random inputs of `op` (never zeros), not requiring grad."""
+    randn = lambda *shape: torch.randn(*shape, device=device, dtype=dtype, generator=gen)
+    if op == "lltm":
+        batch, features, state = 64, 48, 96
+        return (randn(batch, features), randn(3 * state, state + features) / 10, randn(3 * state),
+                randn(batch, state), randn(batch, state))  # fmt: skip
+    if op == "fused_relu_add":
+        return randn(256, 384), randn(256, 384), randn(384)
+    if op == "round_ste":
+        return (torch.rand(256, 384, device=device, dtype=dtype, generator=gen),)
+    return randn(256, 384), randn(256, 384)
+
+
+def call(module, op: str, args) -> list[torch.Tensor]:
+    """The op's outputs, forward through `module` (kernforge or its reference)."""
+    if op == "add":
+        return [module.add(*args, alpha=0.5)]
+    if op == "lltm":
+        return list(module.lltm(*args))
+    return [getattr(module, op)(*args)]
+
+
+def forward_backward(module, op: str, args) -> list[torch.Tensor]:
+    """Outputs and the gradients of sum(output * weight) for every input in
+    `args` (which must require grad). The weights cycle through five values,
+    none of them 1 (a wrong gradient layout would not cancel out), each exact
+    in every float dtype (the float64 reference gets the same ones)."""
+    outs = call(module, op, args)
+    weights = [
+        ((torch.arange(o.numel(), device=o.device) % 5 - 2.5) / 2).to(o.dtype).view_as(o) for o in outs
+    ]
+    loss = sum((o * w).sum() for o, w in zip(outs, weights, strict=True))
+    return [o.detach() for o in outs] + list(torch.autograd.grad(loss, args))
+
+
+def leaves(args) -> list[torch.Tensor]:
+    """Fresh leaf copies of `args` that require grad."""
+    return [a.detach().clone().requires_grad_() for a in args]
