@@ -10,18 +10,23 @@ import torch
 OPS = ["mul", "add", "fused_relu_add", "round_ste", "lltm"]
 
 
-def inputs(op: str, gen: torch.Generator, device="cuda", dtype=torch.float32) -> tuple[torch.Tensor, ...]:
-    """Random inputs of `op` (never zeros), not requiring grad."""
+def inputs(
+    op: str, gen: torch.Generator, device="cuda", dtype=torch.float32, large=False
+) -> tuple[torch.Tensor, ...]:
+    """Random inputs of `op` (never zeros), not requiring grad. `large`: the
+    sizes where the CUDA kernels take their many-block paths (the LLTM
+    through cuBLAS, the bias gradient over many partial sums)."""
     randn = lambda *shape: torch.randn(*shape, device=device, dtype=dtype, generator=gen)
+    rows, cols = (4096, 1024) if large else (256, 384)
     if op == "lltm":
-        batch, features, state = 64, 48, 96
+        batch, features, state = (1024, 512, 1024) if large else (64, 48, 96)
         return (randn(batch, features), randn(3 * state, state + features) / 10, randn(3 * state),
                 randn(batch, state), randn(batch, state))  # fmt: skip
     if op == "fused_relu_add":
-        return randn(256, 384), randn(256, 384), randn(384)
+        return randn(rows, cols), randn(rows, cols), randn(cols)
     if op == "round_ste":
-        return (torch.rand(256, 384, device=device, dtype=dtype, generator=gen),)
-    return randn(256, 384), randn(256, 384)
+        return (torch.rand(rows, cols, device=device, dtype=dtype, generator=gen),)
+    return randn(rows, cols), randn(rows, cols)
 
 
 def call(module, op: str, args) -> list[torch.Tensor]:
