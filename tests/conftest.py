@@ -16,12 +16,12 @@ LAYOUTS = ["contiguous", "transposed", "sliced", "offset", "expanded"]
 
 
 def pytest_collection_modifyitems(config, items):
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     for item in items:
-        if "cuda" in item.keywords:
-            item.add_marker(skip)
+        if "cuda" in item.keywords and gpus == 0:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+        elif "multi_gpu" in item.keywords and gpus < 2:
+            item.add_marker(pytest.mark.skip(reason=f"needs two CUDA GPUs, {gpus} here"))
 
 
 @pytest.fixture(params=DEVICES)

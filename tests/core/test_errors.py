@@ -127,9 +127,8 @@ def test_cpu_cuda_mix():
 
 
 @pytest.mark.cuda
+@pytest.mark.multi_gpu
 def test_two_gpus_mix():
-    if torch.cuda.device_count() < 2:
-        pytest.skip("needs two GPUs")
     message = "got a: [3] float32 cuda:0, b: [3] float32 cuda:1"
     with pytest.raises(RuntimeError, match=re.escape(message)):
         kernforge.mul(_t(3, device="cuda:0"), _t(3, device="cuda:1"))

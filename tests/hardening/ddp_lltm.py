@@ -1,0 +1,87 @@
+"""A DDP training run of kernforge.nn.LLTM, one process per GPU (NCCL), for
+tests/hardening/test_multi_gpu.py:
+
+    python -m torch.distributed.run --standalone --nproc-per-node=N ddp_lltm.py OUT.pt
+
+Every process runs the same global batches; each takes its 1/N of the rows,
+so the averaged gradients, and with them every step, match a run on one GPU.
+Rank 0 saves the loss of every step, the last step's gradients, the final
+parameters, and which GPU each rank's kernforge kernels ran on."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+import kernforge
+
+BATCH, FEATURES, STATE, STEPS, SEQ = 64, 24, 48, 60, 6
+
+
+class Model(torch.nn.Module):
+    """An LLTM over a sequence, then a linear readout of the last state."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = kernforge.nn.LLTM(FEATURES, STATE)
+        self.readout = torch.nn.Linear(STATE, 1)
+
+    def forward(self, xs):
+        h = xs.new_zeros(xs.shape[1], STATE)
+        c = xs.new_zeros(xs.shape[1], STATE)
+        for x in xs:
+            h, c = self.cell(x, (h, c))
+        return self.readout(h).squeeze(1)
+
+
+def main(out: str) -> None:
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    local = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local)
+    device = torch.device("cuda", local)
+    torch.manual_seed(0)  # the same initial weights on every rank (DDP also broadcasts rank 0's)
+    model = DistributedDataParallel(Model().to(device), device_ids=[local])
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    data = torch.Generator().manual_seed(1)  # the same global batches on every rank
+    rows = slice(rank * BATCH // world, (rank + 1) * BATCH // world)
+    losses = []
+    for _ in range(STEPS):
+        xs = torch.randn(SEQ, BATCH, FEATURES, generator=data)
+        target = torch.tanh(xs.sum(dim=(0, 2)) / 4)  # something the model can learn
+        xs, target = xs[:, rows].to(device), target[rows].to(device)
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(xs), target)
+        loss.backward()
+        last_grads = {n: p.grad.detach().clone() for n, p in model.module.named_parameters()}
+        opt.step()
+        total = loss.detach().clone()
+        dist.all_reduce(total)
+        losses.append(total.item() / world)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        model(xs).sum().backward()
+        torch.cuda.synchronize()
+    cuda = torch.autograd.DeviceType.CUDA
+    ran_on = {e.device_index for e in prof.events() if e.device_type == cuda and "kernforge" in e.name}
+    gathered = [None] * world
+    dist.all_gather_object(gathered, sorted(ran_on))
+    if rank == 0:
+        torch.save(
+            {
+                "world_size": world,
+                "losses": losses,
+                "grads": {n: g.cpu() for n, g in last_grads.items()},
+                "params": {n: p.detach().cpu() for n, p in model.module.named_parameters()},
+                "kernels_on": sorted({d for devices in gathered for d in devices}),
+            },
+            out,
+        )
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
