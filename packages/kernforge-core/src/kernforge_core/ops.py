@@ -8,6 +8,8 @@ autograd formula of its own, so double backward works where the math allows.
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch import Tensor
 
@@ -17,15 +19,20 @@ _ops = torch.ops.kernforge
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 
 
-def _needs_autograd(*tensors: Tensor) -> bool:
+def _needs_autograd(op: str, **tensors: Tensor) -> bool:
     """False when no gradient can flow: the wrappers then call the op below the
     autograd key, skipping the Python autograd kernel (microseconds per call
-    for small tensors). Tracing and compiling always take the full path."""
-    try:
-        grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-    except AttributeError:  # not a tensor: the op's schema check names the argument
-        return True
-    return grad or torch.compiler.is_compiling()
+    for small tensors). Tracing and compiling always take the full path.
+
+    Raises TypeError, naming the argument, for anything that is not a tensor:
+    the dispatcher would take None for an undefined tensor, which the kernels
+    cannot describe."""
+    grad = False
+    for name, t in tensors.items():
+        if not isinstance(t, Tensor):
+            raise TypeError(f"kernforge::{op}: {name} must be a Tensor, got {type(t).__name__}")
+        grad = grad or t.requires_grad
+    return (grad and torch.is_grad_enabled()) or torch.compiler.is_compiling()
 
 
 # ----------------------------------------------------------------------------- mul
@@ -44,8 +51,9 @@ def mul(a: Tensor, b: Tensor) -> Tensor:
     Raises:
         RuntimeError: naming the offending argument with its shape, dtype and
             device, for mixed devices or dtypes, unsupported dtypes or unequal shapes.
+        TypeError: naming the argument, for one that is not a tensor.
     """
-    if _needs_autograd(a, b):
+    if _needs_autograd("mul", a=a, b=b):
         return _ops.mul.default(a, b)
     with _below_autograd():
         return _ops.mul.default(a, b)
@@ -93,7 +101,7 @@ def add(a: Tensor, b: Tensor, alpha: float = 1) -> Tensor:
     # Arguments left at their schema default cost nothing to convert: on a
     # host-bound call, leaving alpha out saves about half a microsecond.
     args = (a, b) if alpha == 1 else (a, b, alpha)
-    if _needs_autograd(a, b):
+    if _needs_autograd("add", a=a, b=b):
         return _ops.add.default(*args)
     with _below_autograd():
         return _ops.add.default(*args)
@@ -157,12 +165,20 @@ def fused_relu_add(x: Tensor, y: Tensor, bias: Tensor | float = 0.0) -> Tensor:
     Gradients: ``grad * (x > 0)`` for x (NaN in x passes the gradient, as in
     torch's relu), ``grad`` for y, and ``grad`` summed over all but the last
     dimension for a tensor bias, all from one fused pass.
+
+    Raises:
+        RuntimeError: as :func:`mul`, and for a bias of the wrong shape.
+        TypeError: for x or y not a tensor, or a bias neither a tensor nor a number.
     """
     if isinstance(bias, Tensor):
-        args, tensors = (x, y, bias), (x, y, bias)
+        args, tensors = (x, y, bias), {"x": x, "y": y, "bias": bias}
+    elif isinstance(bias, numbers.Real):
+        args, tensors = (x, y, None, float(bias)), {"x": x, "y": y}
     else:
-        args, tensors = (x, y, None, float(bias)), (x, y)
-    if _needs_autograd(*tensors):
+        raise TypeError(
+            f"kernforge::fused_relu_add: bias must be a Tensor or a number, got {type(bias).__name__}"
+        )
+    if _needs_autograd("fused_relu_add", **tensors):
         return _ops.fused_relu_add.default(*args)
     with _below_autograd():
         return _ops.fused_relu_add.default(*args)
@@ -258,8 +274,9 @@ def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor,
     Raises:
         RuntimeError: naming the argument, for wrong ranks or sizes, or mixed
             dtypes or devices, before any kernel runs.
+        TypeError: naming the argument, for one that is not a tensor.
     """
-    if _needs_autograd(x, W, b, h, c):
+    if _needs_autograd("lltm", x=x, W=W, b=b, h=h, c=c):
         h_new, c_new, _ = _ops.lltm_forward.default(x, W, b, h, c)
     else:
         with _below_autograd():
