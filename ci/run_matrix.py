@@ -5,7 +5,7 @@
 
 Each cell is a fresh venv (made with uv) holding the cell's interpreter, the
 newest torch of the cell's minor version from the package index, a variant's
-wheels from dist/VARIANT/ (never the source tree), pytest and numpy. The cell
+wheels from dist/VARIANT/ (never the source tree) and the test requirements. The cell
 first checks that the packages load their installed binaries (and, for a CUDA
 wheel, that its CUDA kernels registered), then runs the CPU test suite from
 the checkout (`pytest tests -m "not cuda and not slow"`).
@@ -127,8 +127,7 @@ def run_cell(cell: Cell, args: argparse.Namespace, cache: Path) -> None:
             str(python),
             f"torch=={cell.torch}.*",
             *wheels,
-            "pytest",
-            "numpy",
+            *MATRIX["tests"]["requires"],
         ],
         [str(python), "-c", LOAD_CHECK, cell.variant],
         [str(python), "-m", "pytest", "tests", "-m", "not cuda and not slow", "-q", "-p", "no:cacheprovider"],

@@ -54,3 +54,12 @@ def forward_backward(module, op: str, args) -> list[torch.Tensor]:
 def leaves(args) -> list[torch.Tensor]:
     """Fresh leaf copies of `args` that require grad."""
     return [a.detach().clone().requires_grad_() for a in args]
+
+
+def leaf_view(t: torch.Tensor) -> torch.Tensor:
+    """A tensor with `t`'s values, sizes, strides and storage offset over a
+    fresh leaf that requires grad: gradients reach the leaf through the view,
+    and the op sees `t`'s layout (``clone`` would make some layouts contiguous)."""
+    storage = t.new_empty(0).set_(t.untyped_storage())
+    leaf = storage.detach().clone().requires_grad_()
+    return leaf.as_strided(t.shape, t.stride(), t.storage_offset())

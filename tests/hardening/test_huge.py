@@ -16,7 +16,7 @@ import kernforge
 from conftest import poison_allocator
 from kernforge import reference
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, pytest.mark.huge]
 
 N = 2**31 + 17
 GiB = 2**30

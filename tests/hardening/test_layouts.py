@@ -16,7 +16,7 @@ from torch.profiler import ProfilerActivity, profile
 
 import kernforge
 from conftest import DEVICES, close, poison_allocator
-from every_op import forward_backward
+from every_op import forward_backward, leaf_view
 from kernforge import reference
 
 SHAPE = (5, 37, 33)  # odd everywhere: 6105 elements, no multiple of any vector width
@@ -121,14 +121,6 @@ def _elementwise_args(op, layout, which, dtype, device) -> list[torch.Tensor]:
     return args
 
 
-def _leaf_view(t: torch.Tensor) -> torch.Tensor:
-    """A tensor with `t`'s values, sizes, strides and storage offset over a
-    fresh leaf that requires grad: gradients reach the leaf through the view."""
-    storage = t.new_empty(0).set_(t.untyped_storage())
-    leaf = storage.detach().clone().requires_grad_()
-    return leaf.as_strided(t.shape, t.stride(), t.storage_offset())
-
-
 # (rtol, atol) against the float64 reference: one rounding apart, plus the
 # rounding of the weighted loss's gradient in the low-precision types.
 TOL = {torch.float16: (4e-3, 1e-3), torch.bfloat16: (3e-2, 1e-2), torch.float32: (1e-5, 1e-5),
@@ -141,7 +133,7 @@ def _check_forward_backward(op, args, tol=None):
     dtype = args[0].dtype
     rtol, atol = tol or TOL[dtype]
     expected = forward_backward(reference, op, [a.detach().double().requires_grad_() for a in args])
-    views = [_leaf_view(a) for a in args]
+    views = [leaf_view(a) for a in args]
     for e in expected:
         poison_allocator(e.to(dtype))
     got = forward_backward(kernforge, op, views)
@@ -149,17 +141,38 @@ def _check_forward_backward(op, args, tol=None):
         close(g, e.to(dtype), rtol=rtol, atol=atol)
 
 
-ELEMENTWISE_CASES = [
-    pytest.param(op, layout, which, dtype, id=f"{op}-{layout}-{which}-{str(dtype).removeprefix('torch.')}")
-    for op, arity in ELEMENTWISE.items()
-    for layout in [*LAYOUTS, "aligned_offset"]
-    for which in (["first", "all"] if arity > 1 else ["all"])
-    for dtype in (FLOATS if "offset" in layout else [torch.float32])
-]
+# The reduced selection nox -s sanitize runs: each path (vectorized with a
+# tail, flat, strided with stride 0 and with permuted and stepped strides),
+# in a 4-byte and a 2-byte type.
+SANITIZE_LAYOUTS = {"offset0", "offset1", "permute210", "step2_dim2", "expand_dim0", "channels_last_offset1"}
+SANITIZE = pytest.mark.sanitize
+
+
+def _sanitized(layout, dtype):
+    return [SANITIZE] if layout in SANITIZE_LAYOUTS and dtype in (torch.float32, torch.float16) else []
+
+
+def _elementwise_cases(sanitize: bool) -> list:
+    """(op, layout, which, dtype) params; with `sanitize`, the reduced
+    selection carries the sanitize mark."""
+    return [
+        pytest.param(
+            op,
+            layout,
+            which,
+            dtype,
+            id=f"{op}-{layout}-{which}-{str(dtype).removeprefix('torch.')}",
+            marks=_sanitized(layout, dtype) if sanitize else [],
+        )
+        for op, arity in ELEMENTWISE.items()
+        for layout in [*LAYOUTS, "aligned_offset"]
+        for which in (["first", "all"] if arity > 1 else ["all"])
+        for dtype in (FLOATS if "offset" in layout else [torch.float32])
+    ]
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("op,layout,which,dtype", ELEMENTWISE_CASES)
+@pytest.mark.parametrize("op,layout,which,dtype", _elementwise_cases(sanitize=True))
 def test_elementwise_layouts(device, op, layout, which, dtype):
     _check_forward_backward(op, _elementwise_args(op, layout, which, dtype, device))
 
@@ -171,11 +184,26 @@ LLTM_LAYOUTS = {
     ("b", "step2_dim0"): _step2(0),
     ("b", "expand_dim0"): _expanded(0),
 }
+LLTM_SANITIZE = {
+    ("x", "offset1"),
+    ("W", "permute10"),
+    ("h", "expand_dim0"),
+    ("c", "step2_dim1"),
+    ("b", "offset1"),
+}
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("size", LLTM_SIZES)
-@pytest.mark.parametrize("arg,layout", LLTM_LAYOUTS, ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    "arg,layout",
+    [
+        pytest.param(
+            arg, layout, id=f"{arg}-{layout}", marks=[SANITIZE] if (arg, layout) in LLTM_SANITIZE else []
+        )
+        for arg, layout in LLTM_LAYOUTS
+    ],
+)
 def test_lltm_layouts(device, size, arg, layout):
     batch, features, state = LLTM_SIZES[size]
     shapes = {"x": (batch, features), "W": (3 * state, state + features), "b": (3 * state,),
@@ -225,7 +253,7 @@ def _safe_path(op: str, full: list[torch.Tensor]) -> str:
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("op,layout,which,dtype", ELEMENTWISE_CASES)
+@pytest.mark.parametrize("op,layout,which,dtype", _elementwise_cases(sanitize=False))
 def test_vectorized_path_only_when_safe(op, layout, which, dtype):
     args = _elementwise_args(op, layout, which, dtype, "cuda")
     full = args[: ELEMENTWISE[op]]
@@ -254,7 +282,7 @@ def test_bias_gradient_kernel_vectorized_only_when_safe(dtype, offset):
     gen = torch.Generator().manual_seed(5)
     fill = _fill("fused_relu_add", dtype, "cuda", gen)
     shape = (3, 5, 64)
-    x = _leaf_view(_offset(k)(shape, fill))
+    x = leaf_view(_offset(k)(shape, fill))
     y, bias = fill(shape), fill((64,)).requires_grad_()
     out = kernforge.fused_relu_add(x, y, bias)
     grad = fill(shape)

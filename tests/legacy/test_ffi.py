@@ -26,7 +26,8 @@ from kernforge_legacy import ffi
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CUDA = torch.cuda.is_available()
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+# Every CUDA test here but the one that provokes CUDA errors runs under nox -s sanitize.
+DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.sanitize])]
 
 
 def _load(package: Path, alias: str):
@@ -141,6 +142,7 @@ def test_my_lib_checks_tensor_types(my_lib):
 
 
 @pytest.mark.cuda
+@pytest.mark.sanitize
 def test_my_lib_cuda_function_rejects_cpu_tensors(my_lib):
     a = torch.randn(3)
     with pytest.raises(RuntimeError, match=r"expected a cuda tensor of float32, got a cpu tensor of float32"):
@@ -274,6 +276,7 @@ def test_th_error_and_arg_check(probe):
 
 
 @pytest.mark.cuda
+@pytest.mark.sanitize
 def test_current_stream_and_device(probe):
     t = torch.randn(3, device="cuda")
     assert probe.probe_stream(t) == torch.cuda.current_stream().cuda_stream
@@ -284,6 +287,7 @@ def test_current_stream_and_device(probe):
 
 
 @pytest.mark.cuda
+@pytest.mark.sanitize
 def test_thcuda_malloc_and_copy(probe):
     src = torch.randn(1000, device="cuda")
     dst = torch.empty(0, device="cuda")
@@ -292,6 +296,7 @@ def test_thcuda_malloc_and_copy(probe):
 
 
 @pytest.mark.cuda
+@pytest.mark.sanitize
 def test_cuda_resize_and_fill(probe):
     t = torch.empty(0, dtype=torch.int64, device="cuda")
     probe.probe_fill_cuda(t, 2, 3, 4, -(2**40))
