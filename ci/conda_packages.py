@@ -237,7 +237,8 @@ def make_prefix(prefix: Path, variant: str, python: str) -> dict[str, str]:
     torch = MATRIX["variants"][variant]["torch"]
     subprocess.run([sys.executable, "-m", "venv", str(prefix)], check=True)
     pip = [str(_venv_python(prefix)), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, f"torch=={torch}", "ninja", "setuptools>=64", *MATRIX["tests"]["requires"]], check=True)
+    tests = MATRIX["tests"]["requires"]
+    subprocess.run([*pip, f"torch=={torch}", "ninja", "setuptools>=64", *tests], check=True)
     probe = (
         "import sys, torch, ninja, setuptools; from importlib.metadata import version as v\n"
         "print(f'{sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2]}')\n"
