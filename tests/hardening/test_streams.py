@@ -1,6 +1,7 @@
 """Every op, forward and backward, runs on the caller's current stream and
-never synchronizes the device; several Python threads, each on its own
-stream, get correct results at once."""
+never synchronizes the device; producer and consumer streams that differ
+work when the caller records its streams; several Python threads, each on
+its own stream, get correct results at once."""
 
 from __future__ import annotations
 
@@ -46,6 +47,40 @@ def test_runs_on_the_current_stream_without_synchronizing(op):
     side.synchronize()
     for g, e in zip(got, expected, strict=True):
         torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_producer_and_consumer_streams_differ(op):
+    """Inputs made on a late producer stream, the op run on a consumer stream
+    that waits for it, the caller recording the inputs on the consumer and
+    dropping them at once, the results read back on the producer: correct.
+    Memory the producer allocates next is filled with NaN; had the op read
+    its inputs on any stream but the consumer, or had the recorded inputs
+    been handed out again too early, the NaN would show in the results."""
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    args = inputs(op, gen)
+    expected = forward_backward(reference, op, leaves(args))
+    forward_backward(kernforge, op, leaves(args))  # warm-up
+    producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
+    producer.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(producer):
+        torch.cuda._sleep(SLEEP_CYCLES // 5)
+        made = [a.clone() for a in args]
+    consumer.wait_stream(producer)
+    with torch.cuda.stream(consumer):
+        for m in made:
+            m.record_stream(consumer)
+        got = forward_backward(kernforge, op, [m.requires_grad_() for m in made])
+    del made
+    with torch.cuda.stream(producer):
+        reused = [torch.full_like(a, float("nan")) for a in args]
+    producer.wait_stream(consumer)
+    with torch.cuda.stream(producer):
+        results = [g.clone() for g in got]
+    torch.cuda.synchronize()
+    del reused
+    for r, e in zip(results, expected, strict=True):
+        torch.testing.assert_close(r, e, rtol=1e-4, atol=1e-4)
 
 
 def test_threads_each_on_its_own_stream():
