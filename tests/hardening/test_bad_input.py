@@ -38,10 +38,6 @@ def _lltm(device, S=4, **replace):
     return kernforge.lltm(**_lltm_args(device, S=S, **replace))
 
 
-def _other_device(device):
-    return "cpu" if device == "cuda" else "cuda"
-
-
 # (case id, call(device) -> result, expected). expected is (exception type,
 # regex of its message) or a check(result, device) for a defined result.
 # Cases whose id ends in "@cuda" run only where there is a GPU.
@@ -230,10 +226,6 @@ def _params():
                 continue
             marks = [pytest.mark.cuda] if device_name == "cuda" else []
             yield pytest.param(case, device_name, marks=marks, id=f"{case}-{device_name}")
-
-
-def _snapshot(value):
-    return [t.detach().clone() for t in value] if isinstance(value, tuple) else None
 
 
 @pytest.mark.parametrize("case,device", list(_params()))
