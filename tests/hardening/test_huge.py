@@ -36,13 +36,13 @@ def _release_memory():
     torch.cuda.empty_cache()
 
 
-def _random(shape, gen, low=None) -> torch.Tensor:
-    """bfloat16 normal values (uniform in [0, 1) with `low` set), made in chunks."""
+def _random(shape, gen, uniform=False) -> torch.Tensor:
+    """bfloat16 values, normal (or uniform in [0, 1)), made in chunks."""
     out = torch.empty(shape, dtype=torch.bfloat16, device="cuda")
     flat = out.view(-1)
+    draw = torch.rand if uniform else torch.randn
     for start in range(0, flat.numel(), CHUNK):
         part = flat[start : start + CHUNK]
-        draw = torch.rand if low is not None else torch.randn
         part.copy_(draw(part.numel(), device="cuda", generator=gen))
     return out
 
@@ -143,7 +143,7 @@ def test_fused_relu_add_with_bias_and_its_gradients():
 def test_round_ste_and_its_gradient():
     _need(18)
     gen = torch.Generator(device="cuda").manual_seed(4)
-    x = _random(N, gen, low=0).requires_grad_()
+    x = _random(N, gen, uniform=True).requires_grad_()
     poison_allocator(x)
     out = kernforge.round_ste(x)
     _assert_equal_chunks(out, lambda i, j: (x[i:j].detach() >= 0.5).bfloat16(), "round_ste")
