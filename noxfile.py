@@ -16,7 +16,11 @@
     nox -s test-cuda    on a GPU host: the whole suite, CUDA tests included
     nox -s sanitize     on a GPU host: the tests marked `sanitize` under compute-sanitizer's
                         memcheck, racecheck, initcheck and synccheck
-    nox -s bench        benchmarks and the table of speedups, on whatever device is there
+    nox -s bench        benchmarks and the table of speedups, on whatever device is there;
+                        the report (markdown and plots) into bench-results/
+    nox -s new-op -- NAME
+                        a new elementwise op across the layout (kernforge_core/scaffold.py)
+    nox -s docs         the Sphinx site into docs/_build/html, warnings as errors
 
 Sessions that need a CUDA torch (test-cuda, and bench when one is there) reuse
 the torch of the interpreter running nox, linked into the session's venv:
@@ -42,6 +46,7 @@ MATRIX = tomllib.loads((ROOT / "ci" / "matrix.toml").read_text())
 PACKAGES = ["packages/kernforge-core", "packages/kernforge-legacy", "packages/kernforge"]
 BINARY_PACKAGES = PACKAGES[:2]
 LEGACY = ROOT / "packages" / "kernforge-legacy"
+SCAFFOLD = ROOT / "packages" / "kernforge-core" / "src" / "kernforge_core" / "scaffold.py"
 # The C, C++ and CUDA sources clang-format keeps (tests/legacy/fixtures stay as 2017 wrote them).
 C_SOURCES = [
     ROOT / "packages" / "kernforge-core" / "csrc",
@@ -99,6 +104,15 @@ def lint(session: nox.Session) -> None:
         str(p) for d in C_SOURCES for ext in ("*.h", "*.cuh", "*.c", "*.cpp", "*.cu") for p in d.rglob(ext)
     )
     session.run("clang-format", "--dry-run", "-Werror", *sources)
+    # What `nox -s new-op` writes passes the same checks, tried in a scratch copy.
+    scratch = Path(session.create_tmp()) / "new-op"
+    shutil.rmtree(scratch, ignore_errors=True)
+    session.run("python", str(SCAFFOLD), "lint_probe_op", "--into", str(scratch), silent=True)
+    session.run("ruff", "check", str(scratch))
+    session.run("ruff", "format", "--check", str(scratch))
+    scratch_csrc = scratch / "packages" / "kernforge-core" / "csrc"
+    native = sorted(str(p) for ext in ("*.h", "*.cuh", "*.cpp", "*.cu") for p in scratch_csrc.rglob(ext))
+    session.run("clang-format", "--dry-run", "-Werror", *native)
     # Release configuration: every pyproject.toml (cibuildwheel's table checked
     # by its own schema plugin), the builds cibuildwheel would run, the workflows.
     session.run("validate-pyproject", "pyproject.toml", *(f"{pkg}/pyproject.toml" for pkg in PACKAGES))
@@ -225,6 +239,20 @@ def conda(session: nox.Session) -> None:
     here, so the prefix's python and pytorch come from a venv)."""
     session.install(*CONDA_DEPS)
     session.run("python", str(ROOT / "ci" / "conda_packages.py"), "build", *session.posargs)
+
+
+@nox.session(name="new-op")
+def new_op(session: nox.Session) -> None:
+    """`nox -s new-op -- NAME`: a new op, NAME(a, b) = (a - b) ** 2 to start
+    with, across the layout: schema, CPU and CUDA files on the shared
+    elementwise launcher, wrapper with fake kernel and autograd, reference,
+    tests, hardening lists, benchmark case (kernforge_core/scaffold.py),
+    formatted as `nox -s lint` wants. Refuses a name that exists or is not a
+    lowercase identifier. Then `nox -s test-cpu` builds and tests it."""
+    if len(session.posargs) != 1:
+        session.error("usage: nox -s new-op -- NAME")
+    session.install("ruff", "clang-format")
+    session.run("python", str(SCAFFOLD), session.posargs[0], "--root", str(ROOT))
 
 
 @nox.session(name="test-cpu")

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import torch
 
-OPS = ["mul", "add", "fused_relu_add", "round_ste", "lltm"]
+OPS = [
+    "mul",
+    "add",
+    "fused_relu_add",
+    "round_ste",
+    "lltm",
+]
 
 
 def inputs(

@@ -95,7 +95,13 @@ LAYOUTS["channels_last_offset1"] = (SHAPE_4D, _channels_last(1))
 # An offset of 16 bytes keeps the pointer aligned: the vectorized path may run.
 ALIGNED_OFFSET = {torch.float16: 8, torch.bfloat16: 8, torch.float32: 4, torch.float64: 2}
 FLOATS = list(ALIGNED_OFFSET)
-ELEMENTWISE = {"mul": 2, "add": 2, "fused_relu_add": 2, "round_ste": 1}  # op: inputs of full size
+# op: inputs of full size
+ELEMENTWISE = {
+    "mul": 2,
+    "add": 2,
+    "fused_relu_add": 2,
+    "round_ste": 1,
+}
 
 
 def _fill(op, dtype, device, gen):

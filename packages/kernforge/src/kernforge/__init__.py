@@ -7,8 +7,23 @@
 """
 
 from . import functional, nn, reference
-from .functional import add, fused_relu_add, lltm, mul, round_ste
+from .functional import (
+    add,
+    fused_relu_add,
+    lltm,
+    mul,
+    round_ste,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["add", "functional", "fused_relu_add", "lltm", "mul", "nn", "reference", "round_ste"]
+__all__ = [
+    "add",
+    "functional",
+    "fused_relu_add",
+    "lltm",
+    "mul",
+    "nn",
+    "reference",
+    "round_ste",
+]

@@ -41,4 +41,11 @@ fused_relu_add = _impl.fused_relu_add
 lltm = _impl.lltm
 round_ste = _legacy.round_ste
 
-__all__ = ["BACKEND", "add", "fused_relu_add", "lltm", "mul", "round_ste"]
+__all__ = [
+    "BACKEND",
+    "add",
+    "fused_relu_add",
+    "lltm",
+    "mul",
+    "round_ste",
+]
