@@ -86,11 +86,16 @@ def _running_torch_has_cuda() -> bool:
 
 
 def _install_packages(session: nox.Session, *, offline: bool = False) -> None:
-    """Builds kernforge-core against the venv's torch and installs all three."""
+    """Builds kernforge-core against the venv's torch and installs all three,
+    showing ninja's progress (ci/build_progress.py; the whole output is logged)."""
     flags = ["--no-build-isolation", "--no-deps"]
     if offline:
         flags.append("--no-index")
-    session.run("python", "-m", "pip", "install", "-q", *flags, *PACKAGES)
+    log = Path(session.create_tmp()) / "build.log"
+    session.run(
+        "python", str(ROOT / "ci" / "build_progress.py"), "--log", str(log), "--",
+        "python", "-m", "pip", "install", "-v", *flags, *PACKAGES,
+    )  # fmt: skip
 
 
 @nox.session
@@ -380,19 +385,26 @@ def _local_gpu_arch(session: nox.Session) -> str:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks on the GPU when there is one, else on the CPU; prints the
-    table of speedups and fails on a >10% median regression against
+    table of speedups and writes the report (benchmarks/report.py: markdown
+    and PNG plots, named after the device) beside the run's JSON in
+    bench-results/. Fails on a >10% median regression against
     benchmarks/baselines/<device>.json when that file exists.
-    `nox -s bench -- --save-baseline` writes that file from this run."""
+    `-- --save-baseline` writes that file from this run; `-- --publish` copies
+    the run's JSON to benchmarks/results/<device>.json, which the docs'
+    performance page is built from."""
     save_baseline = "--save-baseline" in session.posargs
-    posargs = [a for a in session.posargs if a != "--save-baseline"]
+    publish = "--publish" in session.posargs
+    posargs = [a for a in session.posargs if a not in ("--save-baseline", "--publish")]
     if _running_torch_has_cuda():
+        session.log("bench: on the GPU, with the running interpreter's CUDA torch; building kernforge")
         _link_running_torch(session)
         session.env["KERNFORGE_CUDA"] = "1"
         session.env.setdefault("TORCH_CUDA_ARCH_LIST", _local_gpu_arch(session))
         _install_packages(session, offline=True)
     else:
+        session.log("bench: no CUDA torch here, so on the CPU; building kernforge")
         _install_pinned_torch(session)
-        session.install(*BUILD_DEPS, *TEST_DEPS, "pytest-benchmark")
+        session.install(*BUILD_DEPS, *TEST_DEPS, "pytest-benchmark", "matplotlib")
         session.env["KERNFORGE_CUDA"] = "0"
         _install_packages(session)
     device = session.run(
@@ -410,14 +422,9 @@ def bench(session: nox.Session) -> None:
     session.env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH")])
     )
+    session.log(f"bench: timing on {device}; each benchmark is listed as it finishes")
     session.run(
-        "python",
-        "-m",
-        "pytest",
-        "benchmarks",
-        "-p",
-        "no:cacheprovider",
-        "--benchmark-only",
+        "python", "-m", "pytest", "benchmarks", "-v", "-p", "no:cacheprovider", "--benchmark-only",
         "--benchmark-timer=cuda_timer.synchronized_clock",
         "--benchmark-disable-gc",  # as timeit does: no collector pauses inside a timed round
         f"--benchmark-json={out_json}",
@@ -425,8 +432,14 @@ def bench(session: nox.Session) -> None:
         "--benchmark-sort=fullname",
         *compare,
         *posargs,
-    )
-    report = ["python", str(ROOT / "benchmarks" / "report.py"), str(out_json)]
+    )  # fmt: skip
+    session.log(f"bench: the table, the targets and the report ({results.relative_to(ROOT)}/{device}.md)")
+    report = ["python", str(ROOT / "benchmarks" / "report.py"), str(out_json), "--out", str(results)]
     if save_baseline:
         report += ["--baseline-out", str(baseline)]
     session.run(*report)
+    if publish:
+        published = ROOT / "benchmarks" / "results" / f"{device}.json"
+        published.parent.mkdir(exist_ok=True)
+        shutil.copy2(out_json, published)
+        session.log(f"bench: published {published.relative_to(ROOT)} (the docs' performance page)")

@@ -1,8 +1,15 @@
-"""Turns a pytest-benchmark JSON file into the table of speedups and checks
-the performance targets.
+"""Turns a pytest-benchmark JSON file into the table of speedups, checks the
+performance targets, and writes the report: markdown and PNG plots named
+after the device.
 
-    python benchmarks/report.py RESULTS.json [--baseline-out FILE]
+    python benchmarks/report.py RESULTS.json [--out DIR] [--baseline-out FILE]
     python benchmarks/report.py --device-slug      # e.g. nvidia-h100-80gb-hbm3, or cpu
+
+``--out DIR`` writes DIR/<slug>.md (the table, the targets, the plots),
+DIR/<slug>-bandwidth.png (each elementwise op's achieved bandwidth against
+the copy ceiling, at each size) and DIR/<slug>-lltm.png (the LLTM step
+against eager and torch.compile at each size). The docs' performance page
+calls :func:`write_report` on the stored JSON of the latest H100 run.
 
 Bandwidth counts each input read once and each output written once; "copy"
 is the same run's device-to-device copy of the same dtype, the ceiling.
@@ -66,7 +73,7 @@ def device_slug() -> str:
 
     if not torch.cuda.is_available():
         return "cpu"
-    return re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()).strip("-")
+    return _slug(torch.cuda.get_device_name())
 
 
 def rows(data: dict) -> list[dict]:
@@ -118,6 +125,147 @@ def table(data: dict) -> str:
     return "\n".join(lines)
 
 
+IMPL_STYLE = {  # label, color, line style
+    "kernforge": ("kernforge", "#c0392b", "-"),
+    "eager": ("eager PyTorch", "#2c7fb8", "--"),
+    "compile": ("torch.compile", "#41ab5d", "-."),
+}
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_bandwidth(data: dict, path: Path) -> bool:
+    """One panel per elementwise op: achieved GB/s of kernforge, eager and
+    torch.compile at each size (fp32), the same run's copy as the ceiling.
+    False when the run has no such rows."""
+    by_case = {}
+    for r in rows(data):
+        if r["dtype"] == "float32" and r["gbps"] is not None and r["copy_gbps"] is not None:
+            by_case.setdefault(r["case"], []).append(r)
+    if not by_case:
+        return False
+    plt = _pyplot()
+    cols = min(3, len(by_case))
+    nrows = -(-len(by_case) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False, sharey=True)
+    for ax, (case, rs) in zip(axes.flat, sorted(by_case.items()), strict=False):
+        rs = sorted(rs, key=lambda r: r["n"])
+        n = [r["n"] for r in rs]
+        ax.plot(
+            n, [r["copy_gbps"] for r in rs], color="black", ls=":", marker="_", label="device copy (ceiling)"
+        )
+        for impl, (label, color, ls) in IMPL_STYLE.items():
+            pts = [(r["n"], r["bytes"] / (r["median"] if impl == "kernforge" else r[impl]) / 1e9) for r in rs
+                   if impl == "kernforge" or r[impl] is not None]  # fmt: skip
+            if pts:
+                ax.plot(*zip(*pts, strict=True), color=color, ls=ls, marker="o", ms=4, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(n, [f"2^{x.bit_length() - 1}" for x in n])
+        ax.set_title(case, fontsize=10)
+        ax.set_xlabel("elements (fp32)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("GB/s (bytes that must move / median)")
+    for ax in list(axes.flat)[len(by_case) :]:
+        ax.axis("off")
+    axes[0, 0].legend(fontsize=8, loc="lower right")
+    fig.suptitle(f"Elementwise bandwidth on {data['machine_info'].get('device')}", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def plot_lltm(data: dict, path: Path) -> bool:
+    """LLTM forward + backward medians of kernforge, eager and torch.compile
+    at each size, one panel per dtype, each kernforge bar labelled with its
+    speedup over the faster of the other two."""
+    by_dtype = {}
+    for r in rows(data):
+        if r["case"] == "lltm":
+            by_dtype.setdefault(r["dtype"], []).append(r)
+    if not by_dtype:
+        return False
+    plt = _pyplot()
+    from matplotlib import ticker
+
+    fig, axes = plt.subplots(1, len(by_dtype), figsize=(5.5 * len(by_dtype), 3.6), squeeze=False)
+    for ax, (dtype, rs) in zip(
+        axes[0], sorted(by_dtype.items(), key=lambda kv: kv[0] != "float32"), strict=True
+    ):
+        rs = sorted(rs, key=lambda r: r["n"])
+        width = 0.27
+        for k, (impl, (label, color, _)) in enumerate(IMPL_STYLE.items()):
+            times = [(r["median"] if impl == "kernforge" else r[impl] or 0) * 1e3 for r in rs]
+            bars = ax.bar(
+                [i + (k - 1) * width for i in range(len(rs))], times, width, color=color, label=label
+            )
+            if impl == "kernforge":
+                for bar, r in zip(bars, rs, strict=True):
+                    if r["eager"] and r["compile"]:
+                        ax.annotate(f"{_faster(r):.2f}x", (bar.get_x() + width / 2, bar.get_height()),
+                                    ha="center", va="bottom", fontsize=8)  # fmt: skip
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+        ax.margins(y=0.15)
+        ax.set_xticks(range(len(rs)), [r["size"] for r in rs])
+        ax.set_xlabel("(B, F, S)")
+        ax.set_ylabel("ms per step, forward + backward")
+        ax.set_title(f"LLTM step, {dtype}", fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].legend(fontsize=8, loc="upper left")
+    fig.suptitle(
+        f"LLTM on {data['machine_info'].get('device')} (label: speedup over the faster)", fontsize=11
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def write_report(data: dict, out: Path) -> Path:
+    """OUT/<slug>.md with the table, the targets and the plots it writes beside it."""
+    mi = data["machine_info"]
+    slug = _slug(str(mi.get("device")))
+    out.mkdir(parents=True, exist_ok=True)
+    images = []
+    for what, plot in (("bandwidth", plot_bandwidth), ("lltm", plot_lltm)):
+        if plot(data, out / f"{slug}-{what}.png"):
+            images.append(f"![{what}]({slug}-{what}.png)")
+    lines = [
+        f"# kernforge benchmarks: {mi.get('device')}",
+        "",
+        f"Run of {data.get('datetime', '?')[:16].replace('T', ' ')} UTC: torch {mi.get('torch')}, "
+        f"CUDA {mi.get('cuda')}, Python {mi.get('python_version')}, {mi.get('torch_threads')} CPU threads. "
+        "Medians of pytest-benchmark rounds; eager PyTorch, torch.compile and the device copy "
+        "(the bandwidth ceiling) measured in the same process.",
+        "",
+        *table(data).splitlines()[2:],
+        "",
+        "Targets:",
+        "",
+        *(f"- {line}" for line in check_targets(data)),
+        "",
+        *(f"{img}\n" for img in images),
+    ]
+    path = out / f"{slug}.md"
+    path.write_text("\n".join(lines).rstrip("\n") + "\n")
+    return path
+
+
 def check_targets(data: dict) -> list[str]:
     """One line per target: PASS or MISS with the figure."""
     targets = CPU_TARGETS if data["machine_info"].get("device") == "cpu" else CUDA_TARGETS
@@ -142,6 +290,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results", nargs="?")
     p.add_argument("--device-slug", action="store_true", help="print the device's slug and exit")
+    p.add_argument("--out", type=Path, help="write the report (markdown and PNG plots) into this folder")
     p.add_argument(
         "--baseline-out", help="write the kernforge rows of RESULTS here (the regression baseline)"
     )
@@ -154,6 +303,8 @@ def main() -> int:
     print()
     print("targets:")
     print("\n".join(check_targets(data)))
+    if args.out:
+        print(f"\nreport written: {write_report(data, args.out)}")
     if args.baseline_out:
         # kernforge's own rows, but only those steady enough to gate on at 10%:
         # host-bound rows (per-call costs, the small LLTM step) moved by more

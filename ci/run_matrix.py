@@ -106,7 +106,11 @@ def plan(args: argparse.Namespace) -> tuple[list[Cell], dict[tuple[str, str], st
     return sorted(cells, key=lambda c: (tuple(map(int, c.torch.split("."))), c.variant, c.python)), excluded
 
 
-def run_cell(cell: Cell, args: argparse.Namespace, cache: Path) -> None:
+STEPS = ["venv", "install", "load check", "tests"]
+
+
+def run_cell(cell: Cell, args: argparse.Namespace, cache: Path, tag: str) -> None:
+    """Runs one cell's steps, printing each as it starts (`tag`: [k/N])."""
     work = args.work / cell.name
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -135,13 +139,14 @@ def run_cell(cell: Cell, args: argparse.Namespace, cache: Path) -> None:
     start = time.monotonic()
     with log.open("w") as out:
         for i, step in enumerate(steps):
+            print(f"{tag} {cell.name}: {STEPS[i]} ({time.monotonic() - start:.0f} s)", flush=True)
             shown = [*step[:2], "LOAD_CHECK", *step[3:]] if step[1] == "-c" else step
             out.write(f"$ {' '.join(shown)}\n")
             out.flush()
             proc = subprocess.run(step, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
             if proc.returncode != 0:
                 cell.status = "FAIL"
-                cell.detail = ["venv", "install", "load check", "tests"][i]
+                cell.detail = STEPS[i]
                 break
         else:
             cell.status = "pass"
@@ -154,7 +159,7 @@ def run_cell(cell: Cell, args: argparse.Namespace, cache: Path) -> None:
         counts = re.sub(r",? \d+ (deselected|warnings?)", "", summary[-1])
         cell.detail = counts if cell.status == "pass" else f"{cell.detail}: {counts}"
     shutil.rmtree(work, ignore_errors=True)  # the venv: several GB of hard links and copies
-    print(f"{cell.name}: {cell.status} {cell.detail} ({cell.seconds:.0f} s, log {log})", flush=True)
+    print(f"{tag} {cell.name}: {cell.status} {cell.detail} ({cell.seconds:.0f} s, log {log})", flush=True)
 
 
 def table(cells: list[Cell], excluded: dict[tuple[str, str], str]) -> str:
@@ -201,11 +206,12 @@ def main() -> int:
         print("cells=" + json.dumps(cpu_cells))
         return 0
     print(f"{len(cells)} cells: " + ", ".join(c.name for c in cells), flush=True)
+    done = 0
     for torch_minor in dict.fromkeys(c.torch for c in cells):
         cache = args.work / "uv-cache" / torch_minor
         for cell in (c for c in cells if c.torch == torch_minor):
-            print(f"{cell.name}: installing and testing ...", flush=True)
-            run_cell(cell, args, cache)
+            done += 1
+            run_cell(cell, args, cache, f"[{done}/{len(cells)}]")
         shutil.rmtree(cache, ignore_errors=True)
     report = table(cells, excluded)
     (args.dist / "matrix.md").write_text(report + "\n")
