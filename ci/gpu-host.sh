@@ -11,6 +11,7 @@
 # TESTS=0: no test-cuda. PYTEST_ARGS: more arguments for test-cuda's pytest
 # (e.g. "-m 'multi_gpu or huge'" on a two-GPU host).
 # SANITIZE=1: nox -s sanitize after the tests. BENCH=0: no benchmarks.
+# BENCH_ARGS: arguments for nox -s bench (e.g. "--publish --save-baseline").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOGDIR=${1:?usage: ci/gpu-host.sh LOGDIR [WHEELHOUSE]}
@@ -41,9 +42,13 @@ if [ "${SANITIZE:-0}" = 1 ]; then
 fi
 bench_rc=0
 if [ "${BENCH:-1}" != 0 ]; then
-  python3 -m nox -s bench -- -q 2>&1 | tee "$LOGDIR/bench.log"
+  eval "bench_args=(${BENCH_ARGS:-})"
+  python3 -m nox -s bench -- "${bench_args[@]}" 2>&1 | tee "$LOGDIR/bench.log"
   bench_rc=${PIPESTATUS[0]}
-  cp bench-results/*.json "$LOGDIR/" 2>/dev/null
+  # the run's JSON and report (markdown, plots), and what --publish / --save-baseline wrote
+  mkdir -p "$LOGDIR/bench-results" "$LOGDIR/published"
+  cp bench-results/* "$LOGDIR/bench-results/" 2>/dev/null
+  cp -r benchmarks/results benchmarks/baselines "$LOGDIR/published/" 2>/dev/null
 fi
 
 echo "== summary =="
