@@ -119,6 +119,7 @@ def test_generated_op_builds_and_passes_its_tests(tmp_path):
     )  # fmt: skip
     assert tests.returncode == 0, tests.stdout[-6000:] + tests.stderr[-3000:]
     summary = tests.stdout.strip().splitlines()[-1]
+    print(f"generated op's tests, {'CUDA' if cuda else 'CPU'} build: {summary}")  # shown by pytest -rP
     assert " passed" in summary and "failed" not in summary and "skipped" not in summary, summary
     # The new op's own tests ran, the hardening tests picked it up, and the
     # installed kernforge is the copy's, not this checkout's.
