@@ -260,6 +260,25 @@ def new_op(session: nox.Session) -> None:
     session.run("python", str(SCAFFOLD), session.posargs[0], "--root", str(ROOT))
 
 
+DOCS_DEPS = ["sphinx", "myst-parser", "furo", "matplotlib"]
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The Sphinx site (docs/) into docs/_build/html, warnings as errors. The
+    packages are built and installed (CPU) so the API reference documents
+    what ships; the support matrix and the performance page are rendered from
+    ci/matrix.toml and benchmarks/results/*.json (docs/_ext/kernforge_pages.py)."""
+    _install_pinned_torch(session)
+    session.install(*BUILD_DEPS, *DOCS_DEPS)
+    session.env["KERNFORGE_CUDA"] = "0"
+    _install_packages(session)
+    out = ROOT / "docs" / "_build" / "html"
+    shutil.rmtree(out, ignore_errors=True)
+    session.run("sphinx-build", "-W", "--keep-going", "-n", "-b", "html", str(ROOT / "docs"), str(out))
+    session.log(f"docs: {out / 'index.html'}")
+
+
 @nox.session(name="test-cpu")
 def test_cpu(session: nox.Session) -> None:
     _install_pinned_torch(session)

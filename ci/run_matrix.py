@@ -91,19 +91,33 @@ def find_python(version: str) -> str:
 
 
 def plan(args: argparse.Namespace) -> tuple[list[Cell], dict[tuple[str, str], str]]:
-    torches = args.torch or MATRIX["torch"]["versions"]
-    pythons = args.python or MATRIX["python"]["versions"]
+    """The cells to run: those of `cells` for the variants whose wheels are in dist/."""
+    built = [
+        v for v, spec in MATRIX["variants"].items() if "cuda" in spec and any((args.dist / v).glob("*.whl"))
+    ]
+    return cells(args.torch, args.python, built, corners=args.corners)
+
+
+def cells(
+    torches: list[str] | None, pythons: list[str] | None, cuda_variants: list[str], corners: bool = False
+) -> tuple[list[Cell], dict[tuple[str, str], str]]:
+    """(the cells, the excluded (torch, python) pairs with why): the cpu wheels
+    on every torch x Python, each CUDA variant of `cuda_variants` on each torch
+    of that variant with [matrix] cuda-wheel-python. The docs' support matrix
+    renders the full set."""
+    torches = torches or MATRIX["torch"]["versions"]
+    pythons = pythons or MATRIX["python"]["versions"]
     excluded = {(e["torch"], e["python"]): e["why"] for e in MATRIX["matrix"]["exclude"]}
-    cells = [Cell("cpu", t, p) for t in torches for p in pythons if (t, p) not in excluded]
-    if args.corners:
-        cells = [cells[0], cells[-1]]
-    for variant, spec in MATRIX["variants"].items():
-        if "cuda" in spec and any((args.dist / variant).glob("*.whl")):
-            py = MATRIX["matrix"]["cuda-wheel-python"]
-            cells += [
-                Cell(variant, t, py) for t in spec["torch-versions"] if t in torches and not args.corners
+    out = [Cell("cpu", t, p) for t in torches for p in pythons if (t, p) not in excluded]
+    if corners:
+        out = [out[0], out[-1]]
+    else:
+        py = MATRIX["matrix"]["cuda-wheel-python"]
+        for variant in cuda_variants:
+            out += [
+                Cell(variant, t, py) for t in MATRIX["variants"][variant]["torch-versions"] if t in torches
             ]
-    return sorted(cells, key=lambda c: (tuple(map(int, c.torch.split("."))), c.variant, c.python)), excluded
+    return sorted(out, key=lambda c: (tuple(map(int, c.torch.split("."))), c.variant, c.python)), excluded
 
 
 STEPS = ["venv", "install", "load check", "tests"]

@@ -48,6 +48,10 @@ def round_ste(x: Tensor) -> Tensor:
 
     Returns:
         A contiguous tensor of ``x``'s shape, dtype and device.
+
+    Raises:
+        RuntimeError: for another dtype, a sparse tensor or another device,
+            naming what it got.
     """
     return torch.ops.kernforge_legacy.round_ste(x)
 

@@ -21,6 +21,10 @@ class FusedReLUAdd(nn.Module):
 
     Shape:
         x, y: ``(*, features)``, of one dtype and device; output: the same.
+
+    Raises:
+        ValueError: for ``features`` below 1. The forward raises as
+            :func:`kernforge.functional.fused_relu_add`.
     """
 
     def __init__(self, features: int, device=None, dtype=None):
@@ -51,6 +55,10 @@ class LLTM(nn.Module):
 
     Shape:
         forward(x ``[B, F]``, (h ``[B, S]``, c ``[B, S]``)) -> (h', c'), each ``[B, S]``.
+
+    Raises:
+        ValueError: for ``input_features`` or ``state_size`` below 1. The
+            forward raises as :func:`kernforge.functional.lltm`.
     """
 
     def __init__(self, input_features: int, state_size: int, device=None, dtype=None):
@@ -87,7 +95,7 @@ class LLTM(nn.Module):
 
 
 class RoundSTE(nn.Module):
-    """Straight-through rounding (:func:`kernforge.round_ste`): 1 where
+    """Straight-through rounding (:func:`kernforge.functional.round_ste`): 1 where
     ``x >= 0.5``, else 0, in the forward; the identity in the backward. The
     binarization step of quantization-aware and binary networks.
 
