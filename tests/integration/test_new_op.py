@@ -89,6 +89,7 @@ def test_refuses_a_checkout_it_cannot_edit(tmp_path):
     assert _snapshot(root) == before
 
 
+@pytest.mark.slow  # a build: test-cpu runs it; the installed-wheel cells (no pip, no compiler) do not
 def test_generated_op_builds_and_passes_its_tests(tmp_path):
     """The generated op, built (with the CUDA kernels where a GPU is there)
     and installed from the copy, passes its own tests and the every-op
