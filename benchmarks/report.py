@@ -104,25 +104,10 @@ def _us(seconds):
 
 
 def table(data: dict) -> str:
+    """What `nox -s bench` prints: the device, then the report's tables."""
     mi = data["machine_info"]
-    lines = [
-        f"device: {mi.get('device')}   torch {mi.get('torch')}   CUDA {mi.get('cuda')}",
-        "",
-        "| case | dtype | n | kernforge us | eager us | compile us | vs eager | vs compile "
-        "| GB/s | copy GB/s | of copy |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in rows(data):
-        ratio = {o: "" if r[o] is None else f"{r[o] / r['median']:.2f}x" for o in ("eager", "compile")}
-        gbps = "" if r["gbps"] is None else f"{r['gbps']:.0f}"
-        copy = "" if r["copy_gbps"] is None else f"{r['copy_gbps']:.0f}"
-        of_copy = "" if r["of_copy"] is None else f"{100 * r['of_copy']:.1f}%"
-        lines.append(
-            f"| {r['case']} | {r['dtype']} | {r['size']} | {_us(r['median'])} | "
-            f"{_us(r['eager'])} | {_us(r['compile'])} | {ratio['eager']} | {ratio['compile']} | "
-            f"{gbps} | {copy} | {of_copy} |"
-        )
-    return "\n".join(lines)
+    header = f"device: {mi.get('device')}   torch {mi.get('torch')}   CUDA {mi.get('cuda')}   (medians in us)"
+    return "\n".join([header, "", *report_tables(data)])
 
 
 IMPL_STYLE = {  # label, color, line style
@@ -254,7 +239,7 @@ def report_tables(data: dict) -> list[str]:
             continue
         # bandwidth where the run has the copy of that size (not for the per-call rows)
         gbps, of_copy = (
-            ("", "") if r["of_copy"] is None else (f"{r['gbps']:.0f}", f"{100 * r['of_copy']:.0f}%")
+            ("", "") if r["of_copy"] is None else (f"{r['gbps']:.0f}", f"{100 * r['of_copy']:.1f}%")
         )
         lines.append(
             f"| {r['case']} | {r['dtype']} | {r['size']} | {_us(r['median'])} | {_us(r['eager'])} | "
