@@ -110,8 +110,9 @@ def test_empty(device, size):
 @pytest.mark.parametrize("size", [(5, 7, 3), (64, 256, 512)], ids=str)
 def test_backward_reads_strided_gradients_in_place(device, size):
     # In a sequence, grad_h is the h block of the next step's d_X = [d_h, d_x]:
-    # rows with a stride. That, a transposed and an expanded gradient must give
-    # what contiguous copies give.
+    # rows with a stride; from h'.sum(), one value expanded to [B, S]. Those,
+    # a transposed gradient and rows or columns expanded must give what
+    # contiguous copies give.
     gen = torch.Generator().manual_seed(39)
     x, W, b, h, c = _inputs(*size, torch.float32, gen, device)
     batch, _, state = size
@@ -120,6 +121,7 @@ def test_backward_reads_strided_gradients_in_place(device, size):
     for grad_h, grad_c in [
         (wide[:, :state], wide[:, state + 1 :]),
         (random((state, batch), torch.float32, device, gen).T, wide[:1, :state].expand(batch, state)),
+        (wide[:, :1].expand(batch, state), wide[0, 0].expand(batch, state)),
     ]:
         got = torch.ops.kernforge.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates)
         want = torch.ops.kernforge.lltm_backward(

@@ -174,6 +174,10 @@ CASES = {
         lambda d: kernforge.mul(_t(3, device=d), None),
         (TypeError, r"kernforge::mul: b must be a Tensor, got NoneType"),
     ),
+    "None for the LLTM's cell": (
+        lambda d: _lltm(d, c=lambda d: None),
+        (TypeError, r"kernforge::lltm: c must be a Tensor, got NoneType"),
+    ),
     "a list for a tensor": (
         lambda d: kernforge.mul([1.0, 2.0, 3.0], _t(3, device=d)),
         (TypeError, r"kernforge::mul: a must be a Tensor, got list"),

@@ -2,6 +2,7 @@
 #include <torch/csrc/stable/ops.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "common/dispatch.h"
 #include "common/elementwise_cpu.h"
@@ -62,15 +63,23 @@ struct ForwardRows {
   }
 };
 
+// grad_h and grad_c as RowViews (ld, inc): a row of one value (inc 0) is
+// spread into a buffer first, so that backward_row reads contiguous rows.
 template <class scalar_t>
 struct BackwardRows {
   const scalar_t *grad_h, *grad_c, *gates, *c_new;
   scalar_t *d_gates, *d_c;
-  int64_t ld_grad_h, ld_grad_c, S;
+  int64_t ld_grad_h, inc_grad_h, ld_grad_c, inc_grad_c, S;
   KF_ALWAYS_INLINE void run(int64_t b0, int64_t b1) const {
-    for (int64_t b = b0; b < b1; ++b)
-      backward_row<scalar_t>(S, grad_h + b * ld_grad_h, grad_c + b * ld_grad_c, gates + b * 3 * S,
-                             c_new + b * S, d_gates + b * 3 * S, d_c + b * S);
+    std::vector<scalar_t> spread_h(inc_grad_h ? 0 : S), spread_c(inc_grad_c ? 0 : S);
+    for (int64_t b = b0; b < b1; ++b) {
+      const scalar_t* gh = grad_h + b * ld_grad_h;
+      const scalar_t* gc = grad_c + b * ld_grad_c;
+      if (!inc_grad_h) std::fill(spread_h.begin(), spread_h.end(), *gh), gh = spread_h.data();
+      if (!inc_grad_c) std::fill(spread_c.begin(), spread_c.end(), *gc), gc = spread_c.data();
+      backward_row<scalar_t>(S, gh, gc, gates + b * 3 * S, c_new + b * S, d_gates + b * 3 * S,
+                             d_c + b * S);
+    }
   }
 };
 
@@ -115,14 +124,16 @@ void gates_forward(const LltmForward& p) {
 void gates_backward(const LltmBackward& p) {
   dispatch<Dtypes::Floating>(p.dtype, [&](auto tag) {
     using scalar_t = typename decltype(tag)::type;
-    const BackwardRows<scalar_t> r{static_cast<const scalar_t*>(p.grad_h.data_ptr()),
-                                   static_cast<const scalar_t*>(p.grad_c.data_ptr()),
+    const BackwardRows<scalar_t> r{static_cast<const scalar_t*>(p.grad_h.t.data_ptr()),
+                                   static_cast<const scalar_t*>(p.grad_c.t.data_ptr()),
                                    static_cast<const scalar_t*>(p.gates.data_ptr()),
                                    static_cast<const scalar_t*>(p.c_new.data_ptr()),
                                    static_cast<scalar_t*>(p.d_gates.data_ptr()),
                                    static_cast<scalar_t*>(p.d_c.data_ptr()),
-                                   p.ld_grad_h,
-                                   p.ld_grad_c,
+                                   p.grad_h.ld,
+                                   p.grad_h.inc,
+                                   p.grad_c.ld,
+                                   p.grad_c.inc,
                                    p.state};
     run_rows(r, p.batch);
   });

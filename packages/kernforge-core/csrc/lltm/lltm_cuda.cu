@@ -82,15 +82,16 @@ __global__ void __launch_bounds__(kThreads)
     gates_backward_kernel(const scalar_t* __restrict__ grad_h, const scalar_t* __restrict__ grad_c,
                           const scalar_t* __restrict__ gates, const scalar_t* __restrict__ c_new,
                           scalar_t* __restrict__ d_gates, scalar_t* __restrict__ d_c,
-                          int64_t ld_grad_h, int64_t ld_grad_c, int64_t batch, int64_t S) {
+                          int64_t ld_grad_h, int64_t inc_grad_h, int64_t ld_grad_c,
+                          int64_t inc_grad_c, int64_t batch, int64_t S) {
   using acc_t = opmath_t<scalar_t>;
   const int64_t s = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= S) return;
   for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
     const scalar_t* g = gates + b * 3 * S;
     acc_t d0, d1, d2, dc;
-    lltm_cell_backward<acc_t>(static_cast<acc_t>(grad_h[b * ld_grad_h + s]),
-                              static_cast<acc_t>(grad_c[b * ld_grad_c + s]),
+    lltm_cell_backward<acc_t>(static_cast<acc_t>(grad_h[b * ld_grad_h + s * inc_grad_h]),
+                              static_cast<acc_t>(grad_c[b * ld_grad_c + s * inc_grad_c]),
                               static_cast<acc_t>(g[s]), static_cast<acc_t>(g[S + s]),
                               static_cast<acc_t>(g[2 * S + s]),
                               static_cast<acc_t>(c_new[b * S + s]), d0, d1, d2, dc);
@@ -134,15 +135,15 @@ void gates_backward(const LltmBackward& p) {
   dispatch<Dtypes::Floating>(p.dtype, [&](auto tag) {
     using scalar_t = typename decltype(tag)::type;
     constexpr auto kernel = gates_backward_kernel<scalar_t>;
-    const int32_t device = p.grad_h.get_device_index();
+    const int32_t device = p.gates.get_device_index();
     kernel<<<pointwise_grid<kernel>(p.batch, p.state, device), kThreads, 0,
-             cuda::current_stream(device)>>>(static_cast<const scalar_t*>(p.grad_h.data_ptr()),
-                                             static_cast<const scalar_t*>(p.grad_c.data_ptr()),
-                                             static_cast<const scalar_t*>(p.gates.data_ptr()),
-                                             static_cast<const scalar_t*>(p.c_new.data_ptr()),
-                                             static_cast<scalar_t*>(p.d_gates.data_ptr()),
-                                             static_cast<scalar_t*>(p.d_c.data_ptr()), p.ld_grad_h,
-                                             p.ld_grad_c, p.batch, p.state);
+             cuda::current_stream(device)>>>(
+        static_cast<const scalar_t*>(p.grad_h.t.data_ptr()),
+        static_cast<const scalar_t*>(p.grad_c.t.data_ptr()),
+        static_cast<const scalar_t*>(p.gates.data_ptr()),
+        static_cast<const scalar_t*>(p.c_new.data_ptr()),
+        static_cast<scalar_t*>(p.d_gates.data_ptr()), static_cast<scalar_t*>(p.d_c.data_ptr()),
+        p.grad_h.ld, p.grad_h.inc, p.grad_c.ld, p.grad_c.inc, p.batch, p.state);
     STD_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -225,7 +226,7 @@ template <class scalar_t>
 struct SmallBackward {
   const scalar_t *grad_h, *grad_c, *gates, *c_new, *x, *W, *h;
   scalar_t *d_X, *d_W, *d_b, *d_c;
-  int64_t ld_grad_h, ld_grad_c, B, F, S;
+  int64_t ld_grad_h, inc_grad_h, ld_grad_c, inc_grad_c, B, F, S;
 };
 
 // d_gates[b, j], j = g * S + s, recomputed from the saved gates wherever a
@@ -236,8 +237,8 @@ __device__ inline acc_t d_gate(const SmallBackward<scalar_t>& a, int64_t b, int6
   const int64_t S = a.S, g = j / S, s = j - g * S;
   const scalar_t* gt = a.gates + b * 3 * S;
   acc_t d0, d1, d2;
-  lltm_cell_backward<acc_t>(static_cast<acc_t>(a.grad_h[b * a.ld_grad_h + s]),
-                            static_cast<acc_t>(a.grad_c[b * a.ld_grad_c + s]),
+  lltm_cell_backward<acc_t>(static_cast<acc_t>(a.grad_h[b * a.ld_grad_h + s * a.inc_grad_h]),
+                            static_cast<acc_t>(a.grad_c[b * a.ld_grad_c + s * a.inc_grad_c]),
                             static_cast<acc_t>(gt[s]), static_cast<acc_t>(gt[S + s]),
                             static_cast<acc_t>(gt[2 * S + s]),
                             static_cast<acc_t>(a.c_new[b * S + s]), d0, d1, d2, dc);
@@ -382,13 +383,13 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward_cuda(const Tensor& grad
   const int64_t w_blocks = (3 * state + kTile - 1) / kTile * k_tiles;
   const int64_t blocks = w_blocks + (batch + kRows - 1) / kRows * k_tiles;
   if (blocks == 0) return {d_X, d_W, d_b, d_c};
-  const std::pair<Tensor, int64_t> gh = detail::rows(grad_h), gc = detail::rows(grad_c);
+  const RowView gh = detail::rows(grad_h), gc = detail::rows(grad_c);
   const Tensor gtc = detail::contiguous(gates), cnc = detail::contiguous(c_new),
                xc = detail::contiguous(x), Wc = detail::contiguous(W), hc = detail::contiguous(h);
   dispatch<Dtypes::Floating>(dtype, [&](auto tag) {
     using scalar_t = typename decltype(tag)::type;
-    const SmallBackward<scalar_t> a{ptr<scalar_t>(gh.first),
-                                    ptr<scalar_t>(gc.first),
+    const SmallBackward<scalar_t> a{ptr<scalar_t>(gh.t),
+                                    ptr<scalar_t>(gc.t),
                                     ptr<scalar_t>(gtc),
                                     ptr<scalar_t>(cnc),
                                     ptr<scalar_t>(xc),
@@ -398,8 +399,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward_cuda(const Tensor& grad
                                     mut_ptr<scalar_t>(d_W),
                                     mut_ptr<scalar_t>(d_b),
                                     mut_ptr<scalar_t>(d_c),
-                                    gh.second,
-                                    gc.second,
+                                    gh.ld,
+                                    gh.inc,
+                                    gc.ld,
+                                    gc.inc,
                                     batch,
                                     features,
                                     state};

@@ -14,7 +14,6 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "common/alloc.h"
@@ -114,13 +113,21 @@ struct LltmForward {
   ScalarType dtype;
 };
 
+// A [B, S] operand read in place: element (b, s) at data[b * ld + s * inc],
+// inc 1 (contiguous rows, any row stride) or 0 (one value per row).
+struct RowView {
+  Tensor t;
+  int64_t ld, inc;
+};
+
 // What a backend's backward gate pass reads and writes: grad_h, grad_c,
 // gates, c_new -> d_gates [B, 3S] (pre-activation gradients), d_c [B, S].
-// grad_h and grad_c may have any row stride (ld_*): in a sequence, grad_h is
-// the h block of the next step's d_X.
+// grad_h and grad_c are read in place where they can be: in a sequence,
+// grad_h is the h block of the next step's d_X (a row stride); from
+// h'.sum() it is one value expanded to [B, S] (all strides 0).
 struct LltmBackward {
-  Tensor grad_h, grad_c, gates, c_new, d_gates, d_c;
-  int64_t ld_grad_h, ld_grad_c;
+  RowView grad_h, grad_c;
+  Tensor gates, c_new, d_gates, d_c;
   int64_t batch, state;
   ScalarType dtype;
 };
@@ -132,11 +139,13 @@ inline Tensor contiguous(const Tensor& t) {
   return t.is_contiguous() ? t : torch::stable::contiguous(t);
 }
 
-// A [B, S] tensor whose rows are contiguous, and its row stride: `t` itself
-// when its columns are (any row stride, 0 included), else a contiguous copy.
-inline std::pair<Tensor, int64_t> rows(const Tensor& t) {
-  if (t.size(1) <= 1 || t.stride(1) == 1) return {t, t.size(0) <= 1 ? t.size(1) : t.stride(0)};
-  return {torch::stable::contiguous(t), t.size(1)};
+// `t` [B, S] as a RowView: itself when its column stride is 1 or 0 (any row
+// stride), else a contiguous copy.
+inline RowView rows(const Tensor& t) {
+  const int64_t ld = t.size(0) <= 1 ? t.size(1) : t.stride(0);
+  if (t.size(1) <= 1 || t.stride(1) == 1) return {t, ld, 1};
+  if (t.stride(1) == 0) return {t, ld, 0};
+  return {torch::stable::contiguous(t), t.size(1), 1};
 }
 
 inline Tensor cat_columns(const Tensor& a, const Tensor& b) {
@@ -240,16 +249,12 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward_gemm(
     const Tensor& grad_h, const Tensor& grad_c, const Tensor& x, const Tensor& W, const Tensor& h,
     const Tensor& c_new, const Tensor& gates, ScalarType dtype) {
   const int64_t batch = h.size(0), state = h.size(1);
-  const auto [gh, ld_gh] = detail::rows(grad_h);
-  const auto [gc, ld_gc] = detail::rows(grad_c);
-  LltmBackward p{gh,
-                 gc,
+  LltmBackward p{detail::rows(grad_h),
+                 detail::rows(grad_c),
                  detail::contiguous(gates),
                  detail::contiguous(c_new),
                  empty(x, {batch, 3 * state}),
                  empty(x, {batch, state}),
-                 ld_gh,
-                 ld_gc,
                  batch,
                  state,
                  dtype};

@@ -19,20 +19,65 @@ _ops = torch.ops.kernforge
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 
 
-def _needs_autograd(op: str, **tensors: Tensor) -> bool:
-    """False when no gradient can flow: the wrappers then call the op below the
-    autograd key, skipping the Python autograd kernel (microseconds per call
-    for small tensors). Tracing and compiling always take the full path.
+def _call(name: str, args: tuple, **tensors: Tensor):
+    """``kernforge::<name>(*args)`` from a wrapper, ``args`` the op's full
+    argument list and ``tensors`` its tensor arguments by name.
 
-    Raises TypeError, naming the argument, for anything that is not a tensor:
-    the dispatcher would take None for an undefined tensor, which the kernels
-    cannot describe."""
+    - Traced or compiled: through the op, so that the graph holds the op with
+      its registered autograd formula and fake kernel.
+    - Eager, with a gradient to track: through the op's twin
+      ``autograd.Function`` (see :func:`_register_autograd`).
+    - Otherwise below the autograd key, skipping the autograd kernel.
+
+    Raises TypeError, naming the argument, for anything in ``tensors`` that is
+    not a tensor: the dispatcher would take None for an undefined tensor, which
+    the kernels cannot describe."""
     grad = False
-    for name, t in tensors.items():
+    for arg, t in tensors.items():
         if not isinstance(t, Tensor):
-            raise TypeError(f"kernforge::{op}: {name} must be a Tensor, got {type(t).__name__}")
+            op_name = name.removesuffix("_forward")  # as the wrapper and the kernels' checks say it
+            raise TypeError(f"kernforge::{op_name}: {arg} must be a Tensor, got {type(t).__name__}")
         grad = grad or t.requires_grad
-    return (grad and torch.is_grad_enabled()) or torch.compiler.is_compiling()
+    op = getattr(_ops, name).default
+    if torch.compiler.is_compiling():
+        return op(*args)
+    if grad and torch.is_grad_enabled():
+        return _eager_autograd[name](*args)
+    with _below_autograd():
+        return op(*args)
+
+
+_eager_autograd = {}
+
+
+def _register_autograd(name: str, backward, setup_context) -> None:
+    """Registers ``setup_context`` and ``backward`` as the autograd formula of
+    ``kernforge::<name>`` (``torch.library.register_autograd``), and the same
+    two functions as an ``autograd.Function`` for the wrappers' eager calls.
+
+    The registered formula serves ``torch.ops.kernforge`` callers, ``opcheck``
+    and ``torch.compile``. Through it, every call also pays torch.library's
+    Python layer (default arguments filled in, a redispatch from Python): a
+    third of a host-bound LLTM step's own cost. The Function runs the op below
+    the autograd key and skips that layer."""
+    op = getattr(_ops, name).default
+    torch.library.register_autograd(f"kernforge::{name}", backward, setup_context=setup_context)
+
+    # setup_context is called from forward, not given to the Function as its
+    # own staticmethod: with one, every apply binds the arguments to forward's
+    # signature through inspect, which cost more than the layer skipped.
+    def forward(ctx, *args):
+        with _below_autograd():
+            output = op(*args)
+        setup_context(ctx, args, output)
+        return output
+
+    function = type(
+        f"kernforge_{name}",
+        (torch.autograd.Function,),
+        {"forward": staticmethod(forward), "backward": staticmethod(backward)},
+    )
+    _eager_autograd[name] = function.apply
 
 
 # ----------------------------------------------------------------------------- mul
@@ -53,10 +98,7 @@ def mul(a: Tensor, b: Tensor) -> Tensor:
             device, for mixed devices or dtypes, unsupported dtypes or unequal shapes.
         TypeError: naming the argument, for one that is not a tensor.
     """
-    if _needs_autograd("mul", a=a, b=b):
-        return _ops.mul.default(a, b)
-    with _below_autograd():
-        return _ops.mul.default(a, b)
+    return _call("mul", (a, b), a=a, b=b)
 
 
 @torch.library.register_fake("kernforge::mul")
@@ -77,7 +119,7 @@ def _mul_backward(ctx, grad):
     return grad_a, grad_b
 
 
-torch.library.register_autograd("kernforge::mul", _mul_backward, setup_context=_mul_setup)
+_register_autograd("mul", _mul_backward, _mul_setup)
 
 
 # ----------------------------------------------------------------------------- add
@@ -98,13 +140,7 @@ def add(a: Tensor, b: Tensor, alpha: float = 1) -> Tensor:
         RuntimeError: as :func:`mul`, and for a non-integral ``alpha`` with
             integer tensors.
     """
-    # Arguments left at their schema default cost nothing to convert: on a
-    # host-bound call, leaving alpha out saves about half a microsecond.
-    args = (a, b) if alpha == 1 else (a, b, alpha)
-    if _needs_autograd("add", a=a, b=b):
-        return _ops.add.default(*args)
-    with _below_autograd():
-        return _ops.add.default(*args)
+    return _call("add", (a, b, alpha), a=a, b=b)
 
 
 @torch.library.register_fake("kernforge::add")
@@ -123,7 +159,7 @@ def _add_backward(ctx, grad):
     return grad, grad_b, None
 
 
-torch.library.register_autograd("kernforge::add", _add_backward, setup_context=_add_setup)
+_register_autograd("add", _add_backward, _add_setup)
 
 
 @torch.library.register_fake("kernforge::add_backward")
@@ -171,17 +207,14 @@ def fused_relu_add(x: Tensor, y: Tensor, bias: Tensor | float = 0.0) -> Tensor:
         TypeError: for x or y not a tensor, or a bias neither a tensor nor a number.
     """
     if isinstance(bias, Tensor):
-        args, tensors = (x, y, bias), {"x": x, "y": y, "bias": bias}
+        args, tensors = (x, y, bias, 0.0), {"x": x, "y": y, "bias": bias}
     elif isinstance(bias, numbers.Real):
         args, tensors = (x, y, None, float(bias)), {"x": x, "y": y}
     else:
         raise TypeError(
             f"kernforge::fused_relu_add: bias must be a Tensor or a number, got {type(bias).__name__}"
         )
-    if _needs_autograd("fused_relu_add", **tensors):
-        return _ops.fused_relu_add.default(*args)
-    with _below_autograd():
-        return _ops.fused_relu_add.default(*args)
+    return _call("fused_relu_add", args, **tensors)
 
 
 @torch.library.register_fake("kernforge::fused_relu_add")
@@ -211,9 +244,7 @@ def _fused_relu_add_backward(ctx, grad):
     )
 
 
-torch.library.register_autograd(
-    "kernforge::fused_relu_add", _fused_relu_add_backward, setup_context=_fused_relu_add_setup
-)
+_register_autograd("fused_relu_add", _fused_relu_add_backward, _fused_relu_add_setup)
 
 
 @torch.library.register_fake("kernforge::fused_relu_add_backward")
@@ -276,11 +307,7 @@ def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor,
             dtypes or devices, before any kernel runs.
         TypeError: naming the argument, for one that is not a tensor.
     """
-    if _needs_autograd("lltm", x=x, W=W, b=b, h=h, c=c):
-        h_new, c_new, _ = _ops.lltm_forward.default(x, W, b, h, c)
-    else:
-        with _below_autograd():
-            h_new, c_new, _ = _ops.lltm_forward.default(x, W, b, h, c)
+    h_new, c_new, _ = _call("lltm_forward", (x, W, b, h, c), x=x, W=W, b=b, h=h, c=c)
     return h_new, c_new
 
 
@@ -309,7 +336,7 @@ def _lltm_backward(ctx, grad_h, grad_c, _grad_gates):
     return d_X[:, state:], d_W, d_b, d_X[:, :state], d_c
 
 
-torch.library.register_autograd("kernforge::lltm_forward", _lltm_backward, setup_context=_lltm_setup)
+_register_autograd("lltm_forward", _lltm_backward, _lltm_setup)
 
 
 @torch.library.register_fake("kernforge::lltm_backward")

@@ -308,10 +308,7 @@ def ${name}(a: Tensor, b: Tensor) -> Tensor:
             device, for mixed devices or dtypes, unsupported dtypes or unequal shapes.
         TypeError: naming the argument, for one that is not a tensor.
     """
-    if _needs_autograd("${name}", a=a, b=b):
-        return _ops.${name}.default(a, b)
-    with _below_autograd():
-        return _ops.${name}.default(a, b)
+    return _call("${name}", (a, b), a=a, b=b)
 
 
 @torch.library.register_fake("kernforge::${name}")
@@ -330,7 +327,7 @@ def _${name}_backward(ctx, grad):
     return (grad_a if ctx.needs_input_grad[0] else None, grad_b if ctx.needs_input_grad[1] else None)
 
 
-torch.library.register_autograd("kernforge::${name}", _${name}_backward, setup_context=_${name}_setup)
+_register_autograd("${name}", _${name}_backward, _${name}_setup)
 
 
 @torch.library.register_fake("kernforge::${name}_backward")

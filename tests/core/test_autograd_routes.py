@@ -1,0 +1,75 @@
+"""The two routes of an op's autograd formula: the wrappers' eager route (an
+``autograd.Function`` made of the registered setup and backward, which skips
+torch.library's Python layer) and the registered one (``torch.ops.kernforge``
+callers, ``torch.compile``). Both must give the same outputs and gradients,
+bit for bit, and each must be the one taken where it should be."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import every_op
+import kernforge
+
+ops = torch.ops.kernforge
+CORE_OPS = ["mul", "add", "fused_relu_add", "lltm"]
+
+
+class _Registered:
+    """The ops called through torch.ops, with every_op's calling convention."""
+
+    mul = staticmethod(lambda a, b: ops.mul(a, b))
+    add = staticmethod(lambda a, b, alpha: ops.add(a, b, alpha))
+    fused_relu_add = staticmethod(lambda x, y, bias: ops.fused_relu_add(x, y, bias))
+    lltm = staticmethod(lambda *args: ops.lltm_forward(*args)[:2])
+
+
+def _gen(device):
+    return torch.Generator(device=device).manual_seed(41)
+
+
+@pytest.mark.parametrize("op", CORE_OPS)
+def test_eager_route_matches_the_registered_formula(op, device):
+    args = every_op.inputs(op, _gen(device), device)
+    out = every_op.call(kernforge, op, every_op.leaves(args))[0]
+    assert type(out.grad_fn).__name__.startswith("kernforge_"), type(out.grad_fn).__name__
+    registered = every_op.call(_Registered, op, every_op.leaves(args))[0]
+    assert type(registered.grad_fn).__name__.startswith("GeneratedBackwardFor_kernforge_")
+    got = every_op.forward_backward(kernforge, op, every_op.leaves(args))
+    want = every_op.forward_backward(_Registered, op, every_op.leaves(args))
+    assert len(got) == len(want) == len(every_op.call(kernforge, op, args)) + len(args)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("op", CORE_OPS)
+def test_no_graph_without_a_gradient_to_track(op, device):
+    args = every_op.leaves(every_op.inputs(op, _gen(device), device))
+    with torch.no_grad():
+        assert every_op.call(kernforge, op, args)[0].grad_fn is None
+    detached = [a.detach() for a in args]
+    assert every_op.call(kernforge, op, detached)[0].grad_fn is None
+
+
+def test_compiled_graph_holds_the_op_not_the_function():
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    args = every_op.leaves(every_op.inputs("lltm", _gen("cpu"), "cpu"))
+    h, c = torch.compile(kernforge.lltm, backend=record, fullgraph=True)(*args)
+    (h.sum() + c.sum()).backward()
+    targets = [n.target for n in graphs[0].graph.nodes if n.op == "call_function"]
+    assert ops.lltm_forward.default in targets, targets
+    assert all("autograd_function" not in str(t) for t in targets), targets
+    assert all(a.grad is not None for a in args)
+
+
+def test_double_backward_through_the_eager_route(device):
+    a, b = every_op.leaves(every_op.inputs("mul", _gen(device), device))
+    (grad_a,) = torch.autograd.grad(kernforge.mul(a, b).sum(), a, create_graph=True)
+    (grad_b,) = torch.autograd.grad((grad_a * a).sum(), b)
+    torch.testing.assert_close(grad_b, a, rtol=0, atol=0)  # d/db sum(b * a) = a
