@@ -35,8 +35,13 @@ RUNTIME_VERSIONS = ("GLIBC_", "GLIBCXX_", "CXXABI_", "GCC_")
 STABLE_SHIM = re.compile(r"^(aoti_torch_|torch_)\w+$")
 CXX_STD = re.compile(r"^_Z(N|NK|T[VIS]N?)?St")  # std::..., and its vtables and typeinfo
 PYTHON = re.compile(r"^_?Py")
-# Linker and toolchain hooks every shared library may reference weakly.
-WEAK_HOOKS = {"__gmon_start__", "_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable", "__cxa_finalize"}
+# Linker and toolchain hooks every shared library may reference weakly. A
+# toolchain that links libstdc++ into the library (as the GPU host's compiler
+# did, 2026-11-22) adds weak references to the transactional-memory runtime:
+# _ITM_* and the transaction clones of operator new and delete (_ZGTt*), and
+# to __cxa_pure_virtual. Weak: resolved only where that runtime is loaded.
+WEAK_HOOKS = {"__gmon_start__", "__cxa_finalize", "__cxa_pure_virtual"}
+WEAK_HOOK_PREFIXES = ("_ITM_", "_ZGTt")
 
 
 def expected_archs(arch_list: str) -> tuple[set[str], set[str]]:
@@ -94,7 +99,8 @@ def undefined_symbols(library: Path) -> list[tuple[str, str, str]]:
 def symbol_problems(library: Path, cuda_major: str | None) -> list[str]:
     bad = []
     for name, version, kind in undefined_symbols(library):
-        if version.startswith(RUNTIME_VERSIONS) or (kind == "w" and name in WEAK_HOOKS):
+        weak_hook = kind == "w" and (name in WEAK_HOOKS or name.startswith(WEAK_HOOK_PREFIXES))
+        if version.startswith(RUNTIME_VERSIONS) or weak_hook:
             continue
         if cuda_major and version == f"libcudart.so.{cuda_major}":
             continue

@@ -46,6 +46,23 @@ def test_torch_cxx_symbols_are_caught(tmp_path):
     assert audit_wheels.symbol_problems(lib, None) == ["_ZN3c109warn_onceEi"]
 
 
+def test_a_statically_linked_libstdcxx_passes_and_torch_symbols_are_still_caught(tmp_path):
+    # Linking libstdc++ in (-static-libstdc++, or a compiler configured so)
+    # leaves weak references to the transactional-memory runtime.
+    src = tmp_path / "static.cpp"
+    src.write_text(
+        "#include <stdexcept>\n#include <vector>\n"
+        "namespace c10 { void warn_once(int); }\n"
+        'extern "C" int f(int n) { std::vector<int> v(n); if (n < 0) throw std::logic_error("n");'
+        " c10::warn_once(n); return v.size(); }\n"
+    )
+    lib = tmp_path / "libstatic.so"
+    subprocess.run(["g++", "-shared", "-fPIC", "-static-libstdc++", str(src), "-o", str(lib)], check=True)
+    weak = [name for name, _, kind in audit_wheels.undefined_symbols(lib) if kind == "w"]
+    assert any(name.startswith("_ITM_R") for name in weak), weak
+    assert audit_wheels.symbol_problems(lib, None) == ["_ZN3c109warn_onceEi"]
+
+
 def test_installed_version_carries_the_variant():
     label = version("kernforge-core").partition("+")[2]
     expected = f"cu{torch.version.cuda.split('.')[0]}" if kernforge_core.has_cuda_kernels() else "cpu"
