@@ -19,32 +19,32 @@ _ops = torch.ops.kernforge
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 
 
-def _call(name: str, args: tuple, **tensors: Tensor):
-    """``kernforge::<name>(*args)`` from a wrapper, ``args`` the op's full
-    argument list and ``tensors`` its tensor arguments by name.
+def _needs_autograd(op: str, **tensors: Tensor) -> bool:
+    """False when no gradient can flow: the wrappers then call the op below the
+    autograd key, skipping its autograd kernel (microseconds per call for small
+    tensors). Tracing and compiling always take :func:`_with_autograd`.
 
-    - Traced or compiled: through the op, so that the graph holds the op with
-      its registered autograd formula and fake kernel.
-    - Eager, with a gradient to track: through the op's twin
-      ``autograd.Function`` (see :func:`_register_autograd`).
-    - Otherwise below the autograd key, skipping the autograd kernel.
-
-    Raises TypeError, naming the argument, for anything in ``tensors`` that is
-    not a tensor: the dispatcher would take None for an undefined tensor, which
-    the kernels cannot describe."""
+    Raises TypeError, naming the argument, for anything that is not a tensor:
+    the dispatcher would take None for an undefined tensor, which the kernels
+    cannot describe."""
     grad = False
-    for arg, t in tensors.items():
+    for name, t in tensors.items():
         if not isinstance(t, Tensor):
-            op_name = name.removesuffix("_forward")  # as the wrapper and the kernels' checks say it
-            raise TypeError(f"kernforge::{op_name}: {arg} must be a Tensor, got {type(t).__name__}")
+            raise TypeError(f"kernforge::{op}: {name} must be a Tensor, got {type(t).__name__}")
         grad = grad or t.requires_grad
-    op = getattr(_ops, name).default
+    return (grad and torch.is_grad_enabled()) or torch.compiler.is_compiling()
+
+
+def _with_autograd(name: str, *args):
+    """``kernforge::<name>(*args)`` with its autograd formula. Traced or
+    compiled: through the op, so that the graph holds the op with its
+    registered formula and fake kernel. Eager: through the op's
+    ``autograd.Function`` twin (see :func:`_register_autograd`), with the
+    arguments left out filled in from the schema's defaults."""
     if torch.compiler.is_compiling():
-        return op(*args)
-    if grad and torch.is_grad_enabled():
-        return _eager_autograd[name](*args)
-    with _below_autograd():
-        return op(*args)
+        return getattr(_ops, name).default(*args)
+    apply, defaults = _eager_autograd[name]
+    return apply(*args, *defaults[len(args) :])
 
 
 _eager_autograd = {}
@@ -57,9 +57,10 @@ def _register_autograd(name: str, backward, setup_context) -> None:
 
     The registered formula serves ``torch.ops.kernforge`` callers, ``opcheck``
     and ``torch.compile``. Through it, every call also pays torch.library's
-    Python layer (default arguments filled in, a redispatch from Python): a
-    third of a host-bound LLTM step's own cost. The Function runs the op below
-    the autograd key and skips that layer."""
+    Python layer (default arguments filled in, a redispatch from Python):
+    30-40 us of a host-bound LLTM step on the GPU hosts (see
+    benchmarks/PERFORMANCE.md). The Function runs the op below the autograd
+    key and skips that layer."""
     op = getattr(_ops, name).default
     torch.library.register_autograd(f"kernforge::{name}", backward, setup_context=setup_context)
 
@@ -77,7 +78,7 @@ def _register_autograd(name: str, backward, setup_context) -> None:
         (torch.autograd.Function,),
         {"forward": staticmethod(forward), "backward": staticmethod(backward)},
     )
-    _eager_autograd[name] = function.apply
+    _eager_autograd[name] = (function.apply, tuple(a.default_value for a in op._schema.arguments))
 
 
 # ----------------------------------------------------------------------------- mul
@@ -98,7 +99,10 @@ def mul(a: Tensor, b: Tensor) -> Tensor:
             device, for mixed devices or dtypes, unsupported dtypes or unequal shapes.
         TypeError: naming the argument, for one that is not a tensor.
     """
-    return _call("mul", (a, b), a=a, b=b)
+    if _needs_autograd("mul", a=a, b=b):
+        return _with_autograd("mul", a, b)
+    with _below_autograd():
+        return _ops.mul.default(a, b)
 
 
 @torch.library.register_fake("kernforge::mul")
@@ -140,7 +144,13 @@ def add(a: Tensor, b: Tensor, alpha: float = 1) -> Tensor:
         RuntimeError: as :func:`mul`, and for a non-integral ``alpha`` with
             integer tensors.
     """
-    return _call("add", (a, b, alpha), a=a, b=b)
+    # Arguments left at their schema default cost nothing to convert: on a
+    # host-bound call, leaving alpha out saves about half a microsecond.
+    args = (a, b) if alpha == 1 else (a, b, alpha)
+    if _needs_autograd("add", a=a, b=b):
+        return _with_autograd("add", *args)
+    with _below_autograd():
+        return _ops.add.default(*args)
 
 
 @torch.library.register_fake("kernforge::add")
@@ -207,14 +217,17 @@ def fused_relu_add(x: Tensor, y: Tensor, bias: Tensor | float = 0.0) -> Tensor:
         TypeError: for x or y not a tensor, or a bias neither a tensor nor a number.
     """
     if isinstance(bias, Tensor):
-        args, tensors = (x, y, bias, 0.0), {"x": x, "y": y, "bias": bias}
+        args, tensors = (x, y, bias), {"x": x, "y": y, "bias": bias}
     elif isinstance(bias, numbers.Real):
         args, tensors = (x, y, None, float(bias)), {"x": x, "y": y}
     else:
         raise TypeError(
             f"kernforge::fused_relu_add: bias must be a Tensor or a number, got {type(bias).__name__}"
         )
-    return _call("fused_relu_add", args, **tensors)
+    if _needs_autograd("fused_relu_add", **tensors):
+        return _with_autograd("fused_relu_add", *args)
+    with _below_autograd():
+        return _ops.fused_relu_add.default(*args)
 
 
 @torch.library.register_fake("kernforge::fused_relu_add")
@@ -307,7 +320,11 @@ def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor,
             dtypes or devices, before any kernel runs.
         TypeError: naming the argument, for one that is not a tensor.
     """
-    h_new, c_new, _ = _call("lltm_forward", (x, W, b, h, c), x=x, W=W, b=b, h=h, c=c)
+    if _needs_autograd("lltm", x=x, W=W, b=b, h=h, c=c):
+        h_new, c_new, _ = _with_autograd("lltm_forward", x, W, b, h, c)
+    else:
+        with _below_autograd():
+            h_new, c_new, _ = _ops.lltm_forward.default(x, W, b, h, c)
     return h_new, c_new
 
 

@@ -308,7 +308,10 @@ def ${name}(a: Tensor, b: Tensor) -> Tensor:
             device, for mixed devices or dtypes, unsupported dtypes or unequal shapes.
         TypeError: naming the argument, for one that is not a tensor.
     """
-    return _call("${name}", (a, b), a=a, b=b)
+    if _needs_autograd("${name}", a=a, b=b):
+        return _with_autograd("${name}", a, b)
+    with _below_autograd():
+        return _ops.${name}.default(a, b)
 
 
 @torch.library.register_fake("kernforge::${name}")
