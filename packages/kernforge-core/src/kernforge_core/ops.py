@@ -58,7 +58,7 @@ def _register_autograd(name: str, backward, setup_context) -> None:
     The registered formula serves ``torch.ops.kernforge`` callers, ``opcheck``
     and ``torch.compile``. Through it, every call also pays torch.library's
     Python layer (default arguments filled in, a redispatch from Python):
-    30-40 us of a host-bound LLTM step on the GPU hosts (see
+    27-39 us of a host-bound LLTM step on an H200 (see
     benchmarks/PERFORMANCE.md). The Function runs the op below the autograd
     key and skips that layer."""
     op = getattr(_ops, name).default
