@@ -27,8 +27,9 @@ TOL = {
 }
 DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).removeprefix("torch."))
 SMALL_SIZES = [(1, 1, 1), (5, 7, 3), (16, 32, 128), (33, 40, 70)]
-# Past the fused path: by the product, by the batch, by the state.
-GEMM_SIZES = [(64, 256, 512), (2100, 3, 5), (2, 3, 700)]
+# Past the fused path: by the product, by the batch, by the state. On the
+# CPU, (300, 8, 256) is three chunks of rows, the last one short.
+GEMM_SIZES = [(64, 256, 512), (2100, 3, 5), (2, 3, 700), (300, 8, 256)]
 
 
 def _inputs(batch, features, state, dtype, gen, device="cpu"):
@@ -129,6 +130,31 @@ def test_backward_reads_strided_gradients_in_place(device, size):
         )
         for g, w in zip(got, want, strict=True):
             torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("size", [(300, 8, 256), (8200, 2, 256)], ids=str)
+def test_cpu_bias_gradient_is_the_same_for_any_thread_count(size):
+    # The CPU backward adds d_b up per chunk of rows, then over the chunks in
+    # order. The chunks are set by the sizes alone (128 rows here, at most 64
+    # chunks: (8200, 2, 256) has 64 of 129 rows), not by the thread count.
+    gen = torch.Generator().manual_seed(45)
+    ins = _inputs(*size, torch.float32, gen)
+    _, c_new, gates = torch.ops.kernforge.lltm_forward(*ins)
+    x, W, _, h, _ = ins
+    grad_h, grad_c = (random(c_new.shape, torch.float32, "cpu", gen) for _ in range(2))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = torch.ops.kernforge.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates)
+    finally:
+        torch.set_num_threads(threads)
+    several = torch.ops.kernforge.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates)
+    # d_b and d_c (MKL's GEMMs for d_X and d_W may split their sums by thread).
+    for a, b in zip(one[2:], several[2:], strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    refs = [t.double().requires_grad_() for t in ins]
+    torch.autograd.backward(reference.lltm(*refs), (grad_h.double(), grad_c.double()))
+    close(several[2], refs[2].grad.float(), **TOL[torch.float32])
 
 
 def test_only_the_cell_gradient_flows(device):

@@ -9,6 +9,8 @@
 #include <torch/csrc/stable/ops.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "elementwise.h"
@@ -19,9 +21,34 @@ namespace kernforge::cpu {
 constexpr int64_t kGrain = 32768;
 
 #define KF_ALWAYS_INLINE inline __attribute__((always_inline))
+// Loops compiled once more for AVX2 and AVX-512 with target attributes.
 #if defined(__x86_64__) && defined(__GNUC__)
-#define KF_AVX2_CLONE 1
+#define KF_X86_CLONES 1
 #endif
+
+// The instruction sets the loops are compiled for.
+enum class Isa { kBaseline, kAvx2, kAvx512 };
+
+// The widest of them that this CPU has, capped as torch caps its own kernels
+// by ATEN_CPU_CAPABILITY ("default", "avx2") where that is set; so each
+// clone can be run and tested on any machine that has it.
+inline Isa cpu_isa() {
+  static const Isa isa = [] {
+    Isa has = Isa::kBaseline;
+#ifdef KF_X86_CLONES
+    if (__builtin_cpu_supports("avx2")) has = Isa::kAvx2;
+    if (has == Isa::kAvx2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw"))
+      has = Isa::kAvx512;
+#endif
+    const char* cap = std::getenv("ATEN_CPU_CAPABILITY");
+    if (cap && std::strcmp(cap, "default") == 0) return Isa::kBaseline;
+    if (cap && std::strcmp(cap, "avx2") == 0 && has == Isa::kAvx512) return Isa::kAvx2;
+    return has;
+  }();
+  return isa;
+}
 
 namespace detail {
 
@@ -70,16 +97,11 @@ void flat_chunk_baseline(const Plan& p, const F& f, int64_t begin, int64_t end, 
   flat_chunk<scalar_t>(p, f, begin, end, seq);
 }
 
-#ifdef KF_AVX2_CLONE
+#ifdef KF_X86_CLONES
 template <class scalar_t, class Plan, class F, class Seq>
 __attribute__((target("avx2"))) void flat_chunk_avx2(const Plan& p, const F& f, int64_t begin,
                                                      int64_t end, Seq seq) {
   flat_chunk<scalar_t>(p, f, begin, end, seq);
-}
-
-inline bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
 }
 #endif
 
@@ -126,8 +148,8 @@ void elementwise(const Plan& p, const F& f) {
   } else {
     constexpr int kFull = Plan::kRow ? NIN - 1 : NIN;
     using Seq = std::make_index_sequence<kFull>;
-#ifdef KF_AVX2_CLONE
-    if (detail::cpu_has_avx2()) {
+#ifdef KF_X86_CLONES
+    if (cpu_isa() >= Isa::kAvx2) {
       torch::stable::parallel_for(0, p.numel, kGrain, [&](int64_t b, int64_t e) {
         detail::flat_chunk_avx2<scalar_t>(p, f, b, e, Seq{});
       });

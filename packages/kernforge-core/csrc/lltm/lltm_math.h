@@ -121,13 +121,14 @@ struct RowView {
 };
 
 // What a backend's backward gate pass reads and writes: grad_h, grad_c,
-// gates, c_new -> d_gates [B, 3S] (pre-activation gradients), d_c [B, S].
+// gates, c_new -> d_gates [B, 3S] (pre-activation gradients), d_c [B, S],
+// and d_b [3S] (the column sums of d_gates) where the backend asks for it.
 // grad_h and grad_c are read in place where they can be: in a sequence,
 // grad_h is the h block of the next step's d_X (a row stride); from
 // h'.sum() it is one value expanded to [B, S] (all strides 0).
 struct LltmBackward {
   RowView grad_h, grad_c;
-  Tensor gates, c_new, d_gates, d_c;
+  Tensor gates, c_new, d_gates, d_c, d_b;
   int64_t batch, state;
   ScalarType dtype;
 };
@@ -241,10 +242,11 @@ std::tuple<Tensor, Tensor, Tensor> lltm_forward_gemm(const Tensor& x, const Tens
   return {p.h_new, p.c_new, p.gates};
 }
 
-// The backward through the pointwise pass `Gates` (d_gates, d_c) and three
-// GEMMs. Inputs already checked. Returns (d_X, d_W, d_b, d_c); d_X = [d_h, d_x]
-// is one GEMM (d_gates @ W), the caller takes its column blocks.
-template <void (*Gates)(const LltmBackward&)>
+// The backward through the pointwise pass `Gates` (d_gates, d_c, and d_b with
+// kGatesSumBias, else a sum over d_gates) and three GEMMs. Inputs already
+// checked. Returns (d_X, d_W, d_b, d_c); d_X = [d_h, d_x] is one GEMM
+// (d_gates @ W), the caller takes its column blocks.
+template <void (*Gates)(const LltmBackward&), bool kGatesSumBias = false>
 std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward_gemm(
     const Tensor& grad_h, const Tensor& grad_c, const Tensor& x, const Tensor& W, const Tensor& h,
     const Tensor& c_new, const Tensor& gates, ScalarType dtype) {
@@ -255,15 +257,16 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward_gemm(
                  detail::contiguous(c_new),
                  empty(x, {batch, 3 * state}),
                  empty(x, {batch, state}),
+                 kGatesSumBias ? empty(x, {3 * state}) : Tensor(),
                  batch,
                  state,
                  dtype};
-  if (batch * state > 0) Gates(p);
+  if (kGatesSumBias || batch * state > 0) Gates(p);
   const Tensor X = detail::cat_columns(h, x);
   Tensor d_X = torch::stable::matmul(p.d_gates, W);
   Tensor d_W = torch::stable::matmul(torch::stable::transpose(p.d_gates, 0, 1), X);
-  Tensor d_b = torch::stable::sum(p.d_gates, std::vector<int64_t>{0});
-  return {d_X, d_W, d_b, p.d_c};
+  if (!kGatesSumBias) p.d_b = torch::stable::sum(p.d_gates, std::vector<int64_t>{0});
+  return {d_X, d_W, p.d_b, p.d_c};
 }
 
 // The op entries for a backend whose only kernels are the pointwise passes.
@@ -275,14 +278,14 @@ std::tuple<Tensor, Tensor, Tensor> lltm_forward(const Tensor& x, const Tensor& W
   return lltm_forward_gemm<Gates>(x, W, b, h, c, dtype);
 }
 
-template <class Launcher, void (*Gates)(const LltmBackward&)>
+template <class Launcher, void (*Gates)(const LltmBackward&), bool kGatesSumBias = false>
 std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward(const Tensor& grad_h, const Tensor& grad_c,
                                                          const Tensor& x, const Tensor& W,
                                                          const Tensor& h, const Tensor& c_new,
                                                          const Tensor& gates) {
   const ScalarType dtype = detail::check_lltm_backward(grad_h, grad_c, x, W, h, c_new, gates);
   typename Launcher::Guard guard(x);
-  return lltm_backward_gemm<Gates>(grad_h, grad_c, x, W, h, c_new, gates, dtype);
+  return lltm_backward_gemm<Gates, kGatesSumBias>(grad_h, grad_c, x, W, h, c_new, gates, dtype);
 }
 
 }  // namespace kernforge
