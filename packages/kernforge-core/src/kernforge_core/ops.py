@@ -4,6 +4,9 @@
 
 Every backward runs on kernforge's own kernels, and every backward op has an
 autograd formula of its own, so double backward works where the math allows.
+The pointwise ops and their backward ops also have a formula in torch
+operations, which ``torch.compile`` fuses with the work around them in place
+of the kernel (:mod:`kernforge_core.fusion`); eager calls run the kernels.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import numbers
 import torch
 from torch import Tensor
 
-from . import _checks
+from . import _checks, fusion
 
 _ops = torch.ops.kernforge
 _below_autograd = torch._C._AutoDispatchBelowAutograd
@@ -107,8 +110,14 @@ def mul(a: Tensor, b: Tensor) -> Tensor:
 
 @torch.library.register_fake("kernforge::mul")
 def _(a, b):
+    fusion.activate()
     _checks.same("mul", _checks.FLOATING, a=a, b=b)
     return a.new_empty(a.shape)
+
+
+@fusion.formula(_ops.mul.default)
+def _(a, b):
+    return (a * b).contiguous()
 
 
 def _mul_setup(ctx, inputs, output):
@@ -155,9 +164,20 @@ def add(a: Tensor, b: Tensor, alpha: float = 1) -> Tensor:
 
 @torch.library.register_fake("kernforge::add")
 def _(a, b, alpha=1):
+    fusion.activate()
     _checks.same("add", _checks.FLOATING_AND_INT, a=a, b=b)
     _checks.alpha("add", a, alpha)
     return a.new_empty(a.shape)
+
+
+def _alpha(t: Tensor, alpha: float) -> float | int:
+    """The schema's float alpha as torch.add wants it: an int for integer tensors."""
+    return alpha if t.is_floating_point() else int(alpha)
+
+
+@fusion.formula(_ops.add.default)
+def _(a, b, alpha=1):
+    return torch.add(a, b, alpha=_alpha(a, alpha)).contiguous()
 
 
 def _add_setup(ctx, inputs, output):
@@ -174,9 +194,15 @@ _register_autograd("add", _add_backward, _add_setup)
 
 @torch.library.register_fake("kernforge::add_backward")
 def _(grad, alpha):
+    fusion.activate()
     _checks.same("add_backward", _checks.FLOATING_AND_INT, grad=grad)
     _checks.alpha("add_backward", grad, alpha)
     return grad.new_empty(grad.shape)
+
+
+@fusion.formula(_ops.add_backward.default)
+def _(grad, alpha):
+    return (grad * _alpha(grad, alpha)).contiguous()
 
 
 def _add_backward_setup(ctx, inputs, output):
@@ -232,10 +258,17 @@ def fused_relu_add(x: Tensor, y: Tensor, bias: Tensor | float = 0.0) -> Tensor:
 
 @torch.library.register_fake("kernforge::fused_relu_add")
 def _(x, y, bias=None, bias_scalar=0.0):
+    fusion.activate()
     _checks.same("fused_relu_add", _checks.FLOATING, x=x, y=y)
     if bias is not None:
         _checks.row_vector("fused_relu_add", "bias", bias, "x", x)
     return x.new_empty(x.shape)
+
+
+@fusion.formula(_ops.fused_relu_add.default)
+def _(x, y, bias=None, bias_scalar=0.0):
+    out = torch.relu(x) + y
+    return (out + bias_scalar if bias is None else out + (bias + bias_scalar)).contiguous()
 
 
 def _fused_relu_add_setup(ctx, inputs, output):
@@ -262,6 +295,7 @@ _register_autograd("fused_relu_add", _fused_relu_add_backward, _fused_relu_add_s
 
 @torch.library.register_fake("kernforge::fused_relu_add_backward")
 def _(grad, x, bias_grad):
+    fusion.activate()
     _checks.same("fused_relu_add_backward", _checks.FLOATING, grad=grad, x=x)
     if bias_grad and x.dim() == 0:
         _checks.fail(
@@ -270,6 +304,15 @@ def _(grad, x, bias_grad):
             x=x,
         )
     return x.new_empty(x.shape), x.new_empty((x.shape[-1],) if bias_grad else (0,))
+
+
+@fusion.formula(_ops.fused_relu_add_backward.default)
+def _(grad, x, bias_grad):
+    grad_x = torch.where(x <= 0, 0, grad).contiguous()  # NaN in x passes grad, as relu's backward
+    if not bias_grad:
+        return grad_x, grad.new_empty((0,))
+    rows = tuple(range(grad.dim() - 1))
+    return grad_x, grad.sum(rows) if rows else grad.clone(memory_format=torch.contiguous_format)
 
 
 def _fused_relu_add_backward_setup(ctx, inputs, output):

@@ -5,7 +5,10 @@ Its kernels are legacy code: ``csrc/round`` holds C functions over
 types) and a CUDA kernel written with Caffe's macros, built by this package's
 own :func:`kernforge_legacy.ffi.create_extension` into
 ``kernforge_legacy._ext.round`` when the package is built. This module
-registers the op over them, with its fake kernel and autograd formula.
+registers the op over them, with its fake kernel and autograd formula, and,
+when kernforge-core is installed (``kernforge`` depends on it), the formula
+``torch.compile`` fuses with its neighbours in place of the kernel
+(:mod:`kernforge_core.fusion`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ except OSError as e:  # the library is there but does not load with this torch
         f"library with torch {torch.__version__} ({e}). A +cuNN build needs a torch built with CUDA NN: "
         "install the variant (+cpu, +cu12, +cu13) that matches your torch"
     ) from e
+
+try:
+    from kernforge_core import fusion
+except ImportError:  # kernforge-legacy alone: round_ste stays one opaque kernel under torch.compile
+    fusion = None
 
 _SUFFIX = {torch.float32: "", torch.float64: "_double", torch.float16: "_half", torch.bfloat16: "_bfloat16"}
 
@@ -82,8 +90,18 @@ torch.library.impl("kernforge_legacy::round_ste", "CUDA", _forward)
 
 @torch.library.register_fake("kernforge_legacy::round_ste")
 def _round_ste_fake(x: Tensor) -> Tensor:
+    if fusion is not None:
+        fusion.activate()
     _check(x)
     return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _round_ste_formula(x: Tensor) -> Tensor:
+    return (x >= 0.5).to(x.dtype).contiguous()
+
+
+if fusion is not None:
+    fusion.formula(torch.ops.kernforge_legacy.round_ste.default)(_round_ste_formula)
 
 
 def _round_ste_backward(ctx, grad: Tensor) -> Tensor:
