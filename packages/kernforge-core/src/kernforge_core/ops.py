@@ -185,7 +185,11 @@ def _add_setup(ctx, inputs, output):
 
 
 def _add_backward(ctx, grad):
-    grad_b = _ops.add_backward.default(grad, ctx.alpha) if ctx.needs_input_grad[1] else None
+    grad_b = None
+    if ctx.needs_input_grad[1]:
+        # alpha 1: b's gradient is grad itself, as torch.add's is; no pass over
+        # memory, in eager or in compiled code.
+        grad_b = grad if ctx.alpha == 1 else _ops.add_backward.default(grad, ctx.alpha)
     return grad, grad_b, None
 
 
