@@ -9,7 +9,10 @@ kernel and autograd formula, a pure-PyTorch reference, the functional export,
 parametrized tests (reference on every device, dtype and layout, gradients,
 gradcheck, opcheck, torch.compile, bad input), the every-op hardening lists
 and a benchmark case. Then replace the math: the three functors in
-``csrc/NAME/NAME_math.h`` and ``kernforge.reference.NAME``.
+``csrc/NAME/NAME_math.h``, the two formulas in ``ops.py`` (the same math in
+torch ops, which ``torch.compile`` fuses with the op's neighbours in place of
+the kernels; a generated test checks they agree) and
+``kernforge.reference.NAME``.
 
 New files are written whole; existing files get lines inserted at places
 found by their structure (the schema block, the end of ops.py, sorted
@@ -177,6 +180,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch._inductor.utils import run_and_get_code
 
 import kernforge
 from conftest import close, make, poison_allocator, random
@@ -273,6 +277,28 @@ def test_compile_fullgraph_dynamic(device):
             close(o.grad, r.grad)
 
 
+def test_compiled_chain_fuses_and_matches_eager(device):
+    """Under torch.compile the op's formulas (forward and backward) stand in
+    for its kernels and fuse with the ops around it: no kernforge call is
+    left in the generated code, and the results equal eager's, which ran the
+    kernels (so the formulas and csrc/${name}/${name}_math.h agree)."""
+    a, b = _inputs((12, 20), torch.float32, device, "contiguous", seed=12)
+    grad = random((12,), torch.float32, device, torch.Generator().manual_seed(13))
+    chain = lambda a, b: (kernforge.${name}(a, b) * 0.5 + 1).sum(dim=-1)
+    results = []
+    for fn in (chain, torch.compile(chain, fullgraph=True)):
+        ours = [a.clone().requires_grad_(), b.clone().requires_grad_()]
+        with torch._inductor.config.patch(force_disable_caches=True):
+            out, code = run_and_get_code(fn, *ours)
+            _, backward_code = run_and_get_code(lambda: out.backward(grad))  # noqa: B023
+        results.append((out, *(t.grad for t in ours), code + backward_code))
+    (*eager, _), (*compiled, code) = results
+    # (comments in the code may name the op: inductor notes where a fused kernel came from)
+    assert code and not any("torch.ops.kernforge" in c for c in code), code
+    for c, e in zip(compiled, eager, strict=True):
+        close(c, e)
+
+
 def test_bad_input(device):
     a = torch.randn(3, 4, device=device)
     with pytest.raises(RuntimeError, match=r"kernforge::${name}: expected tensors of equal shape"):
@@ -316,8 +342,15 @@ def ${name}(a: Tensor, b: Tensor) -> Tensor:
 
 @torch.library.register_fake("kernforge::${name}")
 def _(a, b):
+    fusion.activate()
     _checks.same("${name}", _checks.FLOATING, a=a, b=b)
     return a.new_empty(a.shape)
+
+
+@fusion.formula(_ops.${name}.default)
+def _(a, b):
+    # The same math in torch ops, which torch.compile fuses with its neighbours.
+    return ((a - b) * (a - b)).contiguous()
 
 
 def _${name}_setup(ctx, inputs, output):
@@ -335,8 +368,15 @@ _register_autograd("${name}", _${name}_backward, _${name}_setup)
 
 @torch.library.register_fake("kernforge::${name}_backward")
 def _(grad, a, b):
+    fusion.activate()
     _checks.same("${name}_backward", _checks.FLOATING, grad=grad, a=a, b=b)
     return grad.new_empty(grad.shape), grad.new_empty(grad.shape)
+
+
+@fusion.formula(_ops.${name}_backward.default)
+def _(grad, a, b):
+    grad_a = (2 * grad * (a - b)).contiguous()
+    return grad_a, -grad_a
 
 
 def _${name}_double_backward(ctx, grad_a, grad_b):
