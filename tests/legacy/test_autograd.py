@@ -1,0 +1,181 @@
+"""kernforge_legacy.autograd.Function: 2017-style autograd functions (instance
+forward and backward, state on self, called through an instance) on today's
+autograd, compared with torch's own gradients."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+import torch
+
+from conftest import close
+from kernforge_legacy.autograd import Function
+
+
+class ScaledLinear(Function):
+    """Written as 2017 code was: options in __init__, tensors saved with
+    save_for_backward, other state kept on self, needs_input_grad honoured."""
+
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x, weight, bias):
+        self.save_for_backward(x, weight)
+        self.batch = x.size(0)  # kept on self for the backward
+        return x.mm(weight.t()).add_(bias) * self.scale
+
+    def backward(self, grad_output):
+        x, weight = self.saved_variables  # the old name
+        assert self.batch == x.size(0)
+        grad = grad_output * self.scale
+        grad_x = grad.mm(weight) if self.needs_input_grad[0] else None
+        grad_w = grad.t().mm(x) if self.needs_input_grad[1] else None
+        grad_b = grad.sum(0) if self.needs_input_grad[2] else None
+        self.computed = (grad_x is not None, grad_w is not None, grad_b is not None)
+        return grad_x, grad_w, grad_b
+
+
+def _reference(x, weight, bias, scale):
+    return (x @ weight.t() + bias) * scale
+
+
+def test_forward_and_gradients_match_torch(device):
+    gen = torch.Generator().manual_seed(0)
+    x, w, b = (torch.randn(*s, generator=gen).to(device) for s in ((5, 3), (4, 3), (4,)))
+    ours = [t.clone().requires_grad_() for t in (x, w, b)]
+    refs = [t.clone().requires_grad_() for t in (x, w, b)]
+    grad = torch.randn(5, 4, generator=gen).to(device)
+    out = ScaledLinear(0.5)(*ours)
+    expected = _reference(*refs, 0.5)
+    close(out, expected)
+    out.backward(grad)
+    expected.backward(grad)
+    for o, r in zip(ours, refs, strict=True):
+        close(o.grad, r.grad)
+
+
+def test_gradcheck():
+    gen = torch.Generator().manual_seed(1)
+    shapes = ((3, 2), (4, 2), (4,))
+    args = [torch.randn(*s, generator=gen, dtype=torch.float64, requires_grad=True) for s in shapes]
+    assert torch.autograd.gradcheck(lambda *a: ScaledLinear(-1.5)(*a), args)
+
+
+def test_needs_input_grad_is_per_input_of_forward():
+    fn = ScaledLinear(2.0)
+    x = torch.randn(3, 2)
+    w = torch.randn(4, 2, requires_grad=True)
+    b = torch.randn(4)
+    fn(x, w, b).sum().backward()
+    assert fn.computed == (False, True, False)
+    assert w.grad is not None and x.grad is None
+
+
+def test_an_instance_serves_one_call():
+    fn = ScaledLinear(1.0)
+    args = (torch.randn(2, 2), torch.randn(2, 2), torch.randn(2))
+    fn(*args)
+    with pytest.raises(RuntimeError, match=r"ScaledLinear: this legacy autograd function instance was"):
+        fn(*args)
+
+
+def test_wrong_number_of_gradients_names_the_class():
+    class Twice(Function):
+        def forward(self, a, b):
+            return a * 2 + b
+
+        def backward(self, grad):
+            return grad * 2  # forgets b's
+
+    a, b = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"Twice.backward returned 1 gradient\(s\); forward took 2 input"):
+        Twice()(a, b).sum().backward()
+
+
+def test_keyword_arguments_are_refused():
+    with pytest.raises(TypeError, match=r"ScaledLinear: a legacy autograd function takes its inputs by"):
+        ScaledLinear(1.0)(x=torch.randn(2, 2))
+
+
+def test_context_members_outside_forward_and_backward():
+    with pytest.raises(RuntimeError, match=r"ScaledLinear: the autograd context exists only during forward"):
+        ScaledLinear(1.0).saved_tensors  # noqa: B018
+
+
+def test_mark_dirty_in_place():
+    class AddOneInPlace(Function):
+        def forward(self, x):
+            x.add_(1)
+            self.mark_dirty(x)
+            return x
+
+        def backward(self, grad):
+            return grad
+
+    leaf = torch.randn(4, requires_grad=True)
+    x = leaf.clone()
+    before = x.detach().clone()
+    out = AddOneInPlace()(x)
+    assert out is x and torch.equal(out.detach(), before + 1)
+    (out * 3).sum().backward()
+    close(leaf.grad, torch.full((4,), 3.0))
+
+
+def test_mark_non_differentiable_and_two_outputs():
+    class MaxWithIndex(Function):
+        def forward(self, x):
+            values, index = x.max(dim=1)
+            self.mark_non_differentiable(index)
+            self.save_for_backward(index)
+            self.shape = x.shape
+            return values, index
+
+        def backward(self, grad_values, grad_index):
+            (index,) = self.saved_tensors
+            grad = grad_values.new_zeros(self.shape)
+            grad.scatter_(1, index.unsqueeze(1), grad_values.unsqueeze(1))
+            return grad
+
+    x = torch.randn(5, 7, requires_grad=True)
+    values, index = MaxWithIndex()(x)
+    assert not index.requires_grad and values.requires_grad
+    values.sum().backward()
+    x_ref = x.detach().clone().requires_grad_()
+    x_ref.max(dim=1).values.sum().backward()
+    close(x.grad, x_ref.grad)
+
+
+def test_non_tensor_inputs_get_no_gradient():
+    class Scale(Function):
+        def forward(self, x, factor):
+            self.factor = factor
+            return x * factor
+
+        def backward(self, grad):
+            return grad * self.factor, None
+
+    x = torch.randn(3, requires_grad=True)
+    Scale()(x, 2.5).sum().backward()
+    close(x.grad, torch.full((3,), 2.5))
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["graph_dropped", "after_backward"])
+def test_nothing_kept_alive(backward):
+    """The context is not left on the instance: no cycle keeps the graph node
+    and its saved tensors once the output is gone, without waiting for the
+    garbage collector (a graph dropped unused, or after its backward)."""
+    gc.disable()
+    try:
+        x = torch.randn(64, 8, requires_grad=True)
+        w = torch.randn(8, 8, requires_grad=True)
+        out = ScaledLinear(1.0)(x, w, torch.zeros(8))
+        node = weakref.ref(out.grad_fn)
+        if backward:
+            out.sum().backward()
+        del out
+        assert node() is None
+    finally:
+        gc.enable()
