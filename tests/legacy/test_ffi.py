@@ -439,3 +439,108 @@ def test_package_setup_builds_into_the_package(tmp_path, workdir):
     _run([sys.executable, "setup.py", "-q", "build", "--build-lib", str(out)], project)
     assert (out / "my_package" / "_ext" / "my_lib" / "_my_lib.so").exists()
     assert _add_in_new_process("my_package._ext", out) == "1 [2.0, 2.0]"
+
+
+# -- create_extension as 2017 setup.py files used it ---------------------------------------
+
+
+def _my_lib_project(root: Path) -> Path:
+    """The official example's layout: build.py beside src/, at the project's top."""
+    project = root / "project"
+    (project / "src").mkdir(parents=True)
+    for f in ("my_lib.c", "my_lib.h"):
+        shutil.copy(FIXTURES / "my_lib" / "src" / f, project / "src" / f)
+    _write(
+        project,
+        {
+            "build.py": "import os\nfrom kernforge_legacy.ffi import create_extension\n"
+            "ffi = create_extension('_ext.my_lib', headers=['src/my_lib.h'], sources=['src/my_lib.c'],\n"
+            "                       relative_to=__file__, verbose=False, package=False,\n"
+            "                       define_macros=[], extra_compile_args=['-O2'], libraries=[])\n"
+            "if __name__ == '__main__':\n    ffi.build()\n",
+            "setup.py": "from setuptools import setup\nfrom build import ffi\n"
+            "setup(name='my_lib_ext', version='0.1', packages=['_ext', '_ext.my_lib'],\n"
+            "      ext_modules=[ffi.distutils_extension()])\n",
+        },
+    )
+    return project
+
+
+def test_distutils_extension_with_build_ext_inplace(tmp_path, workdir):
+    """`setup(ext_modules=[ffi.distutils_extension()])`, then
+    `python setup.py build_ext --inplace`: setuptools compiles it and
+    `from _ext import my_lib` works in the project folder."""
+    project = _my_lib_project(tmp_path)
+    _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], project)
+    built = list((project / "_ext" / "my_lib").glob("_my_lib*.so"))
+    assert len(built) == 1 and built[0].name != "_my_lib.so", built  # setuptools' name, with its suffix
+    assert _add_in_new_process("_ext", project) == "1 [2.0, 2.0]"
+
+
+def test_distutils_extension_with_pip_install(tmp_path, workdir):
+    project = _my_lib_project(tmp_path)
+    target = tmp_path / "site"
+    _run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--no-index",
+         "--target", str(target), str(project)],
+        tmp_path,
+    )  # fmt: skip
+    assert _add_in_new_process("_ext", target) == "1 [2.0, 2.0]"
+
+
+def test_distutils_extension_refuses_cuda_sources(tmp_path):
+    _write(tmp_path, {"f.h": "int f(int n);", "k.cu": ""})
+    ext = ffi.Extension("f", "f.h", [], verbose=False, with_cuda=False, relative_to=str(tmp_path / "b.py"))
+    # as with_cuda=True would take it, which needs nvcc and a CUDA torch to construct
+    ext.sources = [tmp_path / "k.cu"]
+    with pytest.raises(ValueError, match=r"setuptools does not compile CUDA sources .*k\.cu.*extra_objects"):
+        ext.distutils_extension()
+
+
+def test_cffi_modules_hook_gets_a_message_saying_what_to_write(tmp_path):
+    """cffi's setuptools hook calls what cffi_modules names when it is no
+    cffi FFI: that call says how to build the extension instead."""
+    ext = _extension(tmp_path, "int f(int n);", "int f(int n) { return n; }\n")
+    with pytest.raises(TypeError, match=r"cmdclass=\{'build_py': build_py\(ffi\)\}.*distutils_extension\(\)"):
+        ext()
+
+
+def test_language_cpp_and_the_other_setuptools_keywords(tmp_path, workdir):
+    """language='c++': the header's functions are C++ functions of a .cpp
+    source (no extern "C"); undef_macros, depends (a change rebuilds),
+    runtime_library_dirs, export_symbols, swig_opts, optional and
+    py_limited_api are taken."""
+    _write(
+        tmp_path,
+        {
+            "f.h": "int twice(int n);\nint flag(void);\n",
+            "f.cpp": "#include <vector>\n"
+            "int twice(int n) { std::vector<int> v(2, n); return v[0] + v[1]; }\n"
+            "#ifdef FLAG\nint flag(void) { return 1; }\n#else\nint flag(void) { return 0; }\n#endif\n",
+            "version.txt": "1\n",
+        },
+    )
+    ext = ffi.create_extension(
+        "cpp_ext", headers=["f.h"], sources=["f.cpp"], relative_to=str(tmp_path / "build.py"), verbose=False,
+        language="c++", define_macros=[("FLAG", None)], undef_macros=["FLAG"], depends=["version.txt"],
+        runtime_library_dirs=["lib"], export_symbols=["twice"], swig_opts=[], optional=False,
+        py_limited_api=False,
+    )  # fmt: skip
+    module = _load(ext.build(), "fixture_cpp_ext")
+    assert module.twice(21) == 42 and module.flag() == 0  # FLAG defined, then undefined
+    log = (
+        Path(os.environ["TORCH_EXTENSIONS_DIR"])
+        / "kernforge_legacy"
+        / ext.namespace(ext.target_dir())
+        / ".ninja_log"
+    )
+    compiled = len(log.read_text().splitlines())
+    ext.build()
+    assert len(log.read_text().splitlines()) == compiled  # nothing changed
+    (tmp_path / "version.txt").write_text("2\n")
+    ext.build()
+    assert len(log.read_text().splitlines()) > compiled  # a `depends` file changed: rebuilt
+    with pytest.raises(ValueError, match=r"language must be 'c' or 'c\+\+', got 'fortran'"):
+        ffi.create_extension(
+            "x", headers=["f.h"], sources=[], relative_to=str(tmp_path / "b.py"), language="fortran"
+        )
