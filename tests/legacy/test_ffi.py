@@ -477,6 +477,7 @@ def test_distutils_extension_with_build_ext_inplace(tmp_path, workdir):
     assert _add_in_new_process("_ext", project) == "1 [2.0, 2.0]"
 
 
+@pytest.mark.slow  # needs pip, which the matrix cells' and conda prefixes' environments lack
 def test_distutils_extension_with_pip_install(tmp_path, workdir):
     project = _my_lib_project(tmp_path)
     target = tmp_path / "site"
