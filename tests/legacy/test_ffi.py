@@ -342,16 +342,53 @@ def test_compiler_errors_surface_with_the_compilers_message(tmp_path, workdir):
         ext.build()
 
 
-def test_unsupported_th_functions_fail_at_link_time(tmp_path, workdir):
+def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, workdir):
+    """A build that calls TH functions kernforge-legacy lacks fails with a
+    message naming each one and the sources that call it (TH/THC ones apart
+    from the code's own missing functions), not the linker's text."""
+    _write(
+        tmp_path,
+        {
+            "g.c": "#include <TH/TH.h>\n"
+            "void THFloatTensor_cadd(THFloatTensor *, THFloatTensor *, float, THFloatTensor *);\n"
+            "int g(THFloatTensor *x) { THFloatTensor_cadd(x, x, 1.0f, x); return 1; }\n",
+        },
+    )
     ext = _extension(
         tmp_path,
         "int f(THFloatTensor *x);",
         "#include <TH/TH.h>\n"
         "void THFloatTensor_cadd(THFloatTensor *, THFloatTensor *, float, THFloatTensor *);\n"
-        "int f(THFloatTensor *x) { THFloatTensor_cadd(x, x, 1.0f, x); return 1; }\n",
+        "double THFloatTensor_sumall(THFloatTensor *);\nint helper_of_mine(int);\n"
+        "int f(THFloatTensor *x) {\n  THFloatTensor_cadd(x, x, 1.0f, x);\n"
+        "  return (int)THFloatTensor_sumall(x) + helper_of_mine(1);\n}\n",
+        verbose=False,
     )
-    with pytest.raises(ffi.BuildError, match=r"undefined reference to `THFloatTensor_cadd'"):
+    ext.sources.append(tmp_path / "g.c")
+    with pytest.raises(ffi.BuildError) as info:
         ext.build()
+    assert str(info.value) == (
+        "building f failed: functions the code calls are defined nowhere\n"
+        "TH/THC functions kernforge-legacy does not provide (see its porting guide):\n"
+        "  THFloatTensor_cadd  (called in f.c, g.c)\n"
+        "  THFloatTensor_sumall  (called in f.c)\n"
+        "other functions, in no source or library of the build:\n"
+        "  helper_of_mine  (called in f.c)"
+    )
+
+
+def test_headers_at_their_old_paths(tmp_path, workdir):
+    """2017 code included TH's headers with and without their folder, and by
+    their own names; each resolves to what kernforge-legacy provides."""
+    ext = _extension(
+        tmp_path,
+        "int f(THFloatTensor *x);",
+        '#include "TH.h"\n#include <TH/TH.h>\n#include "THTensor.h"\n#include <TH/THGeneral.h>\n'
+        '#include "THStorage.h"\nint f(THFloatTensor *x) { return (int)THFloatTensor_nElement(x); }\n',
+        verbose=False,
+    )
+    module = _load(ext.build(), "fixture_headers")
+    assert module.f(torch.ones(3, 4)) == 12
 
 
 @pytest.mark.parametrize(

@@ -274,7 +274,10 @@ class Extension:
         _write_if_changed(build_dir / "ops.cpp", self._ops_source(ns))
         so = f"_{self.module_name}.so"
         _write_if_changed(build_dir / "build.ninja", self._ninja(build_dir, so))
-        _run_ninja(build_dir, self.name, self.verbose)
+        try:
+            _run_ninja(build_dir, self.name, self.verbose)
+        except BuildError as e:
+            raise BuildError(self._undefined_functions(str(e)) or str(e)) from None
         self._write_package(target, ns, so, Path(base_path or self.base_path))
         tmp = target / f".{so}.tmp"
         shutil.copyfile(build_dir / so, tmp)
@@ -359,7 +362,9 @@ class Extension:
         torch_root = Path(torch.__file__).resolve().parent
         defines = [f"-D{n}" if v is None else f"-D{n}={v}" for n, v in self.define_macros]
         defines += [f"-U{n}" for n in self.undef_macros]
-        includes = [f"-I{include_dir()}", *(f"-I{d}" for d in self.include_dirs)]
+        # the folders too, for the old `#include "TH.h"` / `"THCTensor.h"`
+        inc = Path(include_dir())
+        includes = [f"-I{inc}", f"-I{inc / 'TH'}", f"-I{inc / 'THC'}", *(f"-I{d}" for d in self.include_dirs)]
         link = ["-Wl,--no-undefined", f"-L{torch_root / 'lib'}", "-lc10", "-ltorch_cpu", "-ltorch"]
         cxx_extra = [f"-I{torch_root / 'include'}", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"]
         if self.with_cuda:
@@ -414,7 +419,7 @@ class Extension:
         flags = self._flags()
         return SetuptoolsExtension(
             name=f"{prefix}{self.name}._{self.module_name}",
-            sources=[*map(str, [*self.sources, _HERE / "runtime" / "compat.cpp", build_dir / "ops.cpp"])],
+            sources=[*map(str, self._units(build_dir))],
             # setuptools gives C and C++ one list: the flags both languages take
             extra_compile_args=[
                 "-fvisibility=hidden",
@@ -429,6 +434,44 @@ class Extension:
             depends=[*map(str, self.depends)],
             language="c++",
         )
+
+    def _units(self, build_dir: Path) -> list[Path]:
+        """Every source the build compiles, in the order of its objects."""
+        return [*self.sources, _HERE / "runtime" / "compat.cpp", build_dir / "ops.cpp"]
+
+    def _undefined_functions(self, output: str) -> str | None:
+        """For a link that failed on undefined references: one message naming
+        each missing function with the sources that call it, TH/THC functions
+        (which kernforge-legacy does not provide) first. None for other failures."""
+        calls: dict[str, set[str]] = {}
+        units = self._units(Path("."))
+
+        def source(obj: str) -> str:  # obj/<i>_<stem>.o is units[i]; an extra object is itself
+            ours = re.fullmatch(r"obj/(\d+)_[^/]*\.o", obj)
+            return os.path.relpath(units[int(ours.group(1))], self.base_path) if ours else obj
+
+        caller = "the link"
+        for line in output.splitlines():
+            # "ld: obj/0_f.o: in function `f':", then "f.c:(.text+0x9): undefined reference to `g'",
+            # or both in one line: "ld: obj/0_f.o:(.data+0x0): undefined reference to `g'"
+            where = re.search(r"(\S+\.o):(?: in function|\()", line)
+            if where:
+                caller = source(where.group(1).removeprefix("ld: "))
+            missing = re.search(r"undefined reference to [`'\"]([A-Za-z_]\w*)", line)
+            if missing:
+                calls.setdefault(missing.group(1), set()).add(caller)
+        if not calls:
+            return None
+        th = sorted(f for f in calls if f.startswith("TH"))
+        other = sorted(f for f in calls if not f.startswith("TH"))
+        lines = [f"building {self.name} failed: functions the code calls are defined nowhere"]
+        if th:
+            lines.append("TH/THC functions kernforge-legacy does not provide (see its porting guide):")
+            lines += [f"  {f}  (called in {', '.join(sorted(calls[f]))})" for f in th]
+        if other:
+            lines.append("other functions, in no source or library of the build:")
+            lines += [f"  {f}  (called in {', '.join(sorted(calls[f]))})" for f in other]
+        return "\n".join(lines)
 
     def _write_package(self, target: Path, ns: str, so: str, root: Path) -> None:
         """The module's ``__init__.py``, and empty ones in the folders above it."""
@@ -487,8 +530,7 @@ class Extension:
             "",
         ]
         objects = []
-        units = [*self.sources, _HERE / "runtime" / "compat.cpp", build_dir / "ops.cpp"]
-        for i, src in enumerate(units):
+        for i, src in enumerate(self._units(build_dir)):
             rule = {".c": "cc", ".cu": "nvcc"}.get(src.suffix, "cxx")
             obj = f"obj/{i}_{src.stem}.o"
             objects.append(obj)
