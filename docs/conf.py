@@ -34,7 +34,16 @@ autodoc_member_order = "bysource"
 autodoc_inherit_docstrings = False
 # Every kernforge name must resolve (-n); torch's and Python's cannot without
 # their inventories, which a build with no network does not fetch.
-nitpick_ignore = [("py:class", name) for name in ("torch.Tensor", "os.PathLike", "pathlib.Path")]
+nitpick_ignore = [
+    ("py:class", name)
+    for name in (
+        "torch.Tensor",
+        "os.PathLike",
+        "pathlib.Path",
+        "torch._ops.OpOverload",
+        "collections.abc.Callable",
+    )
+]
 autodoc_typehints = "signature"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False

@@ -25,7 +25,7 @@ in float32 and rounds once at the store, as the kernels do.
 
 The mechanism is inductor's decomposition table
 (``torch._inductor.decomposition``), which is not a public API. It is tested
-on the torch versions in :data:`TESTED`; on another, :func:`activate` still
+on the torch versions in ``TESTED``; on another, :func:`activate` still
 tries it, and if torch has changed it, warns once and leaves the ops as
 opaque kernels: correct, unfused. ``tests/core/test_fusion.py`` fails when
 that happens on a version the project supports.
