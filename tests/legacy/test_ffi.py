@@ -350,18 +350,20 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
         tmp_path,
         {
             "g.c": "#include <TH/TH.h>\n"
-            "void THFloatTensor_cadd(THFloatTensor *, THFloatTensor *, float, THFloatTensor *);\n"
-            "int g(THFloatTensor *x) { THFloatTensor_cadd(x, x, 1.0f, x); return 1; }\n",
+            "void THFloatTensor_addcmul(THFloatTensor *, THFloatTensor *, float, THFloatTensor *,\n"
+            "                           THFloatTensor *);\n"
+            "int g(THFloatTensor *x) { THFloatTensor_addcmul(x, x, 1.0f, x, x); return 1; }\n",
         },
     )
     ext = _extension(
         tmp_path,
         "int f(THFloatTensor *x);",
         "#include <TH/TH.h>\n"
-        "void THFloatTensor_cadd(THFloatTensor *, THFloatTensor *, float, THFloatTensor *);\n"
-        "double THFloatTensor_sumall(THFloatTensor *);\nint helper_of_mine(int);\n"
-        "int f(THFloatTensor *x) {\n  THFloatTensor_cadd(x, x, 1.0f, x);\n"
-        "  return (int)THFloatTensor_sumall(x) + helper_of_mine(1);\n}\n",
+        "void THFloatTensor_addcmul(THFloatTensor *, THFloatTensor *, float, THFloatTensor *,\n"
+        "                           THFloatTensor *);\n"
+        "double THFloatTensor_normall(THFloatTensor *, float);\nint helper_of_mine(int);\n"
+        "int f(THFloatTensor *x) {\n  THFloatTensor_addcmul(x, x, 1.0f, x, x);\n"
+        "  return (int)THFloatTensor_normall(x, 2.0f) + helper_of_mine(1);\n}\n",
         verbose=False,
     )
     ext.sources.append(tmp_path / "g.c")
@@ -370,8 +372,8 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
     assert str(info.value) == (
         "building f failed: functions the code calls are defined nowhere\n"
         "TH/THC functions kernforge-legacy does not provide (see its porting guide):\n"
-        "  THFloatTensor_cadd  (called in f.c, g.c)\n"
-        "  THFloatTensor_sumall  (called in f.c)\n"
+        "  THFloatTensor_addcmul  (called in f.c, g.c)\n"
+        "  THFloatTensor_normall  (called in f.c)\n"
         "other functions, in no source or library of the build:\n"
         "  helper_of_mine  (called in f.c)"
     )

@@ -313,6 +313,7 @@ class Extension:
                 f.returns, "int64_t"
             )
             lines.append(f"{ret} op_{f.name}({', '.join(sig)}) {{")
+            lines.append("  kernforge_legacy::CallScope scope;  // storages the call borrowed end with it")
             tensors = [f"&a{i}" for i, p in enumerate(f.params) if p.is_tensor]
             if self.with_cuda and tensors:
                 lines.append(f"  kernforge_legacy::DeviceGuard guard{{{', '.join(tensors)}}};")

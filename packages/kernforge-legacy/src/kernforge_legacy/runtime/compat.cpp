@@ -5,6 +5,7 @@
 #include <kernforge_legacy/glue.h>
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_aten.h>
+#include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/stableivalue_conversions.h>
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/util/BFloat16.h>
@@ -12,11 +13,18 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
+
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+#include <torch/csrc/inductor/aoti_torch/generated/c_shim_cuda.h>
+#endif
+#include <torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h>
 
 namespace {
 
@@ -91,6 +99,243 @@ double as_double(Real v) {
     return static_cast<double>(v);
 }
 
+template <class Real>
+Real from_double(double v) {
+  if constexpr (std::is_same_v<Real, THHalf>)
+    return TH_float2half(static_cast<float>(v));
+  else if constexpr (std::is_same_v<Real, THBFloat16>)
+    return TH_float2bfloat16(static_cast<float>(v));
+  else
+    return static_cast<Real>(v);
+}
+
+using torch::stable::Tensor;
+
+// ---- handles TH code makes, with TH's reference counts
+//
+// A handle is an AtenTensorHandle. Those an extension function was called
+// with belong to the call; those T_new* and T_storage make are kept here with
+// their count, and deleted when it drops to 0. A call's own handle that C code
+// retains is counted here too, and never deleted by it.
+struct Count {
+  long refs;
+  bool owned;
+};
+std::mutex registry_mutex;
+std::unordered_map<const void*, Count> registry;
+// storages handed out during the current extension call, released at its end
+// unless retained (kernforge_legacy::CallScope)
+thread_local std::vector<const void*> call_storages;
+
+void* hand_out(const Tensor& t, long refs = 1) {
+  AtenTensorHandle h;
+  check(aoti_torch_new_tensor_handle(t.get(), &h), "new tensor handle");
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  registry[h] = {refs, true};
+  return h;
+}
+
+void retain(const void* h, const char* fn) {
+  if (h == nullptr) throw std::runtime_error(std::string(fn) + ": NULL");
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto it = registry.find(h);
+  if (it == registry.end())
+    registry[h] = {2, false};  // the call's own, retained: one reference more than the call's
+  else
+    ++it->second.refs;
+}
+
+void release(const void* h) {
+  if (h == nullptr) return;  // TH's _free(NULL) did nothing
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto it = registry.find(h);
+  if (it == registry.end()) return;  // the call's own, not retained: the call releases it
+  if (--it->second.refs > (it->second.owned ? 0 : 1)) return;
+  const bool owned = it->second.owned;
+  registry.erase(it);
+  if (owned) aoti_torch_delete_tensor_object(handle(h));
+}
+
+// The tensor behind a handle, as a new reference of its own.
+Tensor borrow(const void* h) {
+  AtenTensorHandle ref;
+  check(aoti_torch_new_tensor_handle(handle(h), &ref), "new tensor handle");
+  return Tensor(ref);
+}
+
+// aten::<name>.<overload> through the dispatcher; returns the first result.
+Tensor call(const char* name, const char* overload, std::vector<StableIValue> stack,
+            const char* fn) {
+  check(torch_call_dispatcher(name, overload, stack.data(), TORCH_ABI_VERSION), fn);
+  return torch::stable::detail::to<Tensor>(stack[0]);
+}
+
+// self takes src's storage, offset, sizes and strides (aten::set_).
+void set(const void* self, const Tensor& src, const char* fn) {
+  call("aten::set_", "source_Tensor",
+       {torch::stable::detail::from(borrow(self)), torch::stable::detail::from(src)}, fn);
+}
+
+// A 0-dim CPU tensor of v in the category of the handle's type, which keeps
+// the other operand's dtype in arithmetic.
+template <class Real>
+Tensor scalar(Real v) {
+  AtenTensorHandle h;
+  check(aoti_torch_scalar_to_tensor_float64(as_double(v), &h), "scalar");
+  return Tensor(h);
+}
+
+[[maybe_unused]] bool is_cuda(const Tensor& t) {
+  int32_t device;
+  check(aoti_torch_get_device_type(t.get(), &device), "device");
+  return device == aoti_torch_device_type_cuda();
+}
+
+// r := value, resized as TH did, when value is a new tensor
+void assign(const void* r, const Tensor& value, const char* fn) {
+  resize(const_cast<void*>(r), sizes(value.get()), fn);
+  Tensor out = borrow(r);
+  torch::stable::copy_(out, value);
+}
+
+// A new contiguous tensor of `shape`: on the CPU, or on the current CUDA device.
+Tensor empty(std::vector<int64_t> shape, int32_t dtype, bool cuda, const char* fn) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] < 0)
+      throw std::runtime_error(std::string(fn) + ": negative size " + std::to_string(shape[i]));
+    strides[i] = stride;
+    stride *= shape[i] > 0 ? shape[i] : 1;
+  }
+  int32_t device = aoti_torch_device_type_cpu(), index = 0;
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+  if (cuda) {
+    device = aoti_torch_device_type_cuda();
+    check(aoti_torch_get_current_device_index(&index), fn);
+  }
+#else
+  (void)cuda;
+#endif
+  AtenTensorHandle h;
+  check(aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(), strides.data(),
+                                 dtype, device, index, &h),
+        fn);
+  return Tensor(h);
+}
+
+// A view of src with its own sizes, strides and offset, over the same storage
+// (TH's newWithTensor; the storage view below).
+Tensor view_of(const void* src, std::vector<int64_t> shape, std::vector<int64_t> strides,
+               int64_t offset_change, const char* fn) {
+  AtenTensorHandle h;
+  check(aoti_torch__reinterpret_tensor(handle(src), static_cast<int64_t>(shape.size()),
+                                       shape.data(), strides.data(), offset_change, &h),
+        fn);
+  return Tensor(h);
+}
+
+std::vector<int64_t> strides(const void* t) {
+  int64_t* values;
+  check(aoti_torch_get_strides(handle(t), &values), "strides");
+  return std::vector<int64_t>(values, values + dim_of(t));
+}
+
+int64_t storage_offset(const void* t) {
+  int64_t offset;
+  check(aoti_torch_get_storage_offset(handle(t), &offset), "storage offset");
+  return offset;
+}
+
+// TH's T_storage: a 1-D view of the whole storage, from element 0; NULL for a
+// tensor without storage. Borrowed: released when the extension call ends
+// unless retained.
+template <class Real>
+void* storage_of(const void* t, const char* fn) {
+  int64_t nbytes;
+  check(aoti_torch_get_storage_size(handle(t), &nbytes), fn);
+  if (nbytes == 0) return nullptr;
+  const Tensor view =
+      view_of(t, {nbytes / static_cast<int64_t>(sizeof(Real))}, {1}, -storage_offset(t), fn);
+  void* h = hand_out(view, 0);
+  call_storages.push_back(h);
+  return h;
+}
+
+// TH's copy: element by element in order, between tensors of one number of elements.
+void copy_into(const void* self, const void* src, const char* fn) {
+  Tensor out = borrow(self);
+  Tensor from = borrow(src);
+  if (sizes(self) != sizes(src)) {
+    if (numel(self) != numel(src))
+      throw std::runtime_error(std::string(fn) +
+                               ": sizes do not match: " + std::to_string(numel(self)) + " and " +
+                               std::to_string(numel(src)) + " elements");
+    from = torch::stable::reshape(torch::stable::contiguous(from), sizes(self));
+  }
+  torch::stable::copy_(out, from);
+}
+
+// a + alpha * b (floating types), on the device's backend
+Tensor add_scaled(const Tensor& a, const Tensor& b, double alpha, const char* fn) {
+  AtenTensorHandle h;
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+  if (is_cuda(a)) {
+    check(aoti_torch_cuda_add_Tensor(a.get(), b.get(), alpha, &h), fn);
+    return Tensor(h);
+  }
+#endif
+  check(aoti_torch_cpu_add_Tensor(a.get(), b.get(), alpha, &h), fn);
+  return Tensor(h);
+}
+
+// r := r * beta + alpha * mat1 @ mat2, in place (floating types)
+void addmm_into(const void* r, const Tensor& mat1, const Tensor& mat2, double beta, double alpha,
+                const char* fn) {
+  const Tensor out = borrow(r);
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+  if (is_cuda(out)) {
+    check(aoti_torch_cuda_addmm_out(out.get(), out.get(), mat1.get(), mat2.get(), beta, alpha), fn);
+    return;
+  }
+#endif
+  check(aoti_torch_cpu_addmm_out(out.get(), out.get(), mat1.get(), mat2.get(), beta, alpha), fn);
+}
+
+// beta * t + alpha * mat @ vec (floating types)
+Tensor addmv_of(const Tensor& t, const Tensor& mat, const Tensor& vec, double beta, double alpha,
+                const char* fn) {
+  AtenTensorHandle h;
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+  if (is_cuda(t)) {
+    check(aoti_torch_cuda_addmv(t.get(), mat.get(), vec.get(), beta, alpha, &h), fn);
+    return Tensor(h);
+  }
+#endif
+  check(aoti_torch_cpu_addmv(t.get(), mat.get(), vec.get(), beta, alpha, &h), fn);
+  return Tensor(h);
+}
+
+// r := op(args..., out=r)
+void out_op(const char* name, const void* r, std::vector<Tensor> args, const char* fn) {
+  std::vector<StableIValue> stack;
+  for (const Tensor& t : args) stack.push_back(torch::stable::detail::from(t));
+  stack.push_back(torch::stable::detail::from(borrow(r)));
+  call(name, "out", std::move(stack), fn);
+}
+
+double item(const Tensor& t, const char* fn) {
+  const Tensor as_double = torch::stable::to(t, torch::headeronly::ScalarType::Double);
+  double v;
+  check(aoti_torch_item_float64(as_double.get(), &v), fn);
+  return v;
+}
+
+template <class Real>
+Real reduce_all(const char* name, const void* t, const char* fn) {
+  return from_double<Real>(item(call(name, "", {torch::stable::detail::from(borrow(t))}, fn), fn));
+}
+
 }  // namespace
 
 namespace kernforge_legacy {
@@ -136,6 +381,18 @@ DeviceGuard::~DeviceGuard() {
   if (guard_ != nullptr) aoti_torch_delete_device_guard(guard_);
 }
 
+CallScope::~CallScope() {
+  std::vector<const void*> storages;
+  storages.swap(call_storages);
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  for (const void* h : storages) {
+    auto it = registry.find(h);
+    if (it == registry.end() || it->second.refs > 0) continue;  // freed, or retained
+    registry.erase(it);
+    aoti_torch_delete_tensor_object(handle(h));
+  }
+}
+
 }  // namespace kernforge_legacy
 
 extern "C" {
@@ -151,6 +408,11 @@ float TH_bfloat162float(THBFloat16 value) {
 }
 THBFloat16 TH_float2bfloat16(float value) {
   return {torch::headeronly::detail::round_to_nearest_even(value)};
+}
+
+long kfl_live_handles(void) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  return static_cast<long>(registry.size());
 }
 
 void kfl_th_error(const char* file, int line, const char* fmt, ...) {
@@ -225,12 +487,187 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
     check(aoti_torch_aten_fill__Scalar(handle(self), as_double(value)), #T "_fill");       \
   }
 
-#define KFL_DEFINE_CPU(T, real, dtype) KFL_DEFINE_TENSOR_API(T, real, )
+// Tensors made and released, views, copies and storages of one handle type
+// (TH/TH.h's TH_TENSOR_MEMORY_API); `cuda`: tensors it makes are on the
+// current CUDA device. NONE is the parameter list of T_new.
+#define KFL_DEFINE_MEMORY_API(T, S, real, dtype, cuda, NONE, ...)                                \
+  static T* T##_made(const Tensor& t) {                                                          \
+    return static_cast<T*>(hand_out(t));                                                         \
+  }                                                                                              \
+  T* T##_new(NONE) {                                                                             \
+    return T##_made(empty({0}, aoti_torch_dtype_##dtype(), cuda, #T "_new"));                    \
+  }                                                                                              \
+  T* T##_newWithSize1d(__VA_ARGS__ int64_t s0) {                                                 \
+    return T##_made(empty({s0}, aoti_torch_dtype_##dtype(), cuda, #T "_newWithSize1d"));         \
+  }                                                                                              \
+  T* T##_newWithSize2d(__VA_ARGS__ int64_t s0, int64_t s1) {                                     \
+    return T##_made(empty({s0, s1}, aoti_torch_dtype_##dtype(), cuda, #T "_newWithSize2d"));     \
+  }                                                                                              \
+  T* T##_newWithSize3d(__VA_ARGS__ int64_t s0, int64_t s1, int64_t s2) {                         \
+    return T##_made(empty({s0, s1, s2}, aoti_torch_dtype_##dtype(), cuda, #T "_newWithSize3d")); \
+  }                                                                                              \
+  T* T##_newWithSize4d(__VA_ARGS__ int64_t s0, int64_t s1, int64_t s2, int64_t s3) {             \
+    return T##_made(                                                                             \
+        empty({s0, s1, s2, s3}, aoti_torch_dtype_##dtype(), cuda, #T "_newWithSize4d"));         \
+  }                                                                                              \
+  T* T##_newWithTensor(__VA_ARGS__ T* src) {                                                     \
+    return T##_made(view_of(src, sizes(src), strides(src), 0, #T "_newWithTensor"));             \
+  }                                                                                              \
+  T* T##_newContiguous(__VA_ARGS__ T* src) {                                                     \
+    return T##_made(torch::stable::contiguous(borrow(src)));                                     \
+  }                                                                                              \
+  T* T##_newClone(__VA_ARGS__ T* src) {                                                          \
+    Tensor out = empty(sizes(src), aoti_torch_dtype_##dtype(), cuda, #T "_newClone");            \
+    torch::stable::copy_(out, borrow(src));                                                      \
+    return T##_made(out);                                                                        \
+  }                                                                                              \
+  T* T##_newSelect(__VA_ARGS__ T* src, int dim, int64_t index) {                                 \
+    return T##_made(torch::stable::select(borrow(src), dim, index));                             \
+  }                                                                                              \
+  T* T##_newNarrow(__VA_ARGS__ T* src, int dim, int64_t first, int64_t size) {                   \
+    Tensor t = borrow(src);                                                                      \
+    return T##_made(torch::stable::narrow(t, dim, first, size));                                 \
+  }                                                                                              \
+  T* T##_newTranspose(__VA_ARGS__ T* src, int dim1, int dim2) {                                  \
+    return T##_made(torch::stable::transpose(borrow(src), dim1, dim2));                          \
+  }                                                                                              \
+  void T##_retain(__VA_ARGS__ T* self) {                                                         \
+    retain(self, #T "_retain");                                                                  \
+  }                                                                                              \
+  void T##_free(__VA_ARGS__ T* self) {                                                           \
+    release(self);                                                                               \
+  }                                                                                              \
+  void T##_set(__VA_ARGS__ T* self, T* src) {                                                    \
+    set(self, borrow(src), #T "_set");                                                           \
+  }                                                                                              \
+  void T##_select(__VA_ARGS__ T* self, T* src, int dim, int64_t index) {                         \
+    set(self, torch::stable::select(borrow(src ? src : self), dim, index), #T "_select");        \
+  }                                                                                              \
+  void T##_narrow(__VA_ARGS__ T* self, T* src, int dim, int64_t first, int64_t size) {           \
+    Tensor t = borrow(src ? src : self);                                                         \
+    set(self, torch::stable::narrow(t, dim, first, size), #T "_narrow");                         \
+  }                                                                                              \
+  void T##_transpose(__VA_ARGS__ T* self, T* src, int dim1, int dim2) {                          \
+    set(self, torch::stable::transpose(borrow(src ? src : self), dim1, dim2), #T "_transpose");  \
+  }                                                                                              \
+  void T##_squeeze1d(__VA_ARGS__ T* self, T* src, int dim) {                                     \
+    set(self, torch::stable::squeeze(borrow(src ? src : self), dim), #T "_squeeze1d");           \
+  }                                                                                              \
+  void T##_unsqueeze1d(__VA_ARGS__ T* self, T* src, int dim) {                                   \
+    set(self, torch::stable::unsqueeze(borrow(src ? src : self), dim), #T "_unsqueeze1d");       \
+  }                                                                                              \
+  void T##_copy(__VA_ARGS__ T* self, T* src) {                                                   \
+    copy_into(self, src, #T "_copy");                                                            \
+  }                                                                                              \
+  S* T##_storage(__VA_ARGS__ const T* self) {                                                    \
+    return static_cast<S*>(storage_of<real>(self, #T "_storage"));                               \
+  }                                                                                              \
+  ptrdiff_t T##_storageOffset(__VA_ARGS__ const T* self) {                                       \
+    return storage_offset(self);                                                                 \
+  }                                                                                              \
+  real* S##_data(__VA_ARGS__ const S* self) {                                                    \
+    void* p;                                                                                     \
+    check(aoti_torch_get_data_ptr(handle(self), &p), #S "_data");                                \
+    return static_cast<real*>(p);                                                                \
+  }                                                                                              \
+  ptrdiff_t S##_size(__VA_ARGS__ const S* self) {                                                \
+    return numel(self);                                                                          \
+  }                                                                                              \
+  void S##_fill(__VA_ARGS__ S* self, real value) {                                               \
+    check(aoti_torch_aten_fill__Scalar(handle(self), as_double(value)), #S "_fill");             \
+  }                                                                                              \
+  void S##_retain(__VA_ARGS__ S* self) {                                                         \
+    retain(self, #S "_retain");                                                                  \
+  }                                                                                              \
+  void S##_free(__VA_ARGS__ S* self) {                                                           \
+    release(self);                                                                               \
+  }
+
+// TH's math of one floating handle type (TH/TH.h's TH_TENSOR_MATH_API).
+#define KFL_DEFINE_MATH_API(T, real, ...)                                                         \
+  void T##_add(__VA_ARGS__ T* r, T* t, real value) {                                              \
+    assign(r, add_scaled(borrow(t), scalar(value), 1.0, #T "_add"), #T "_add");                   \
+  }                                                                                               \
+  void T##_mul(__VA_ARGS__ T* r, T* t, real value) {                                              \
+    out_op("aten::mul", r, {borrow(t), scalar(value)}, #T "_mul");                                \
+  }                                                                                               \
+  void T##_div(__VA_ARGS__ T* r, T* t, real value) {                                              \
+    out_op("aten::div", r, {borrow(t), scalar(value)}, #T "_div");                                \
+  }                                                                                               \
+  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src) {                                     \
+    assign(r, add_scaled(borrow(t), borrow(src), as_double(value), #T "_cadd"), #T "_cadd");      \
+  }                                                                                               \
+  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src) {                                     \
+    assign(r, add_scaled(borrow(t), borrow(src), -as_double(value), #T "_csub"), #T "_csub");     \
+  }                                                                                               \
+  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
+    out_op("aten::mul", r, {borrow(t), borrow(src)}, #T "_cmul");                                 \
+  }                                                                                               \
+  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
+    out_op("aten::div", r, {borrow(t), borrow(src)}, #T "_cdiv");                                 \
+  }                                                                                               \
+  void T##_abs(__VA_ARGS__ T* r, T* t) {                                                          \
+    out_op("aten::abs", r, {borrow(t)}, #T "_abs");                                               \
+  }                                                                                               \
+  void T##_exp(__VA_ARGS__ T* r, T* t) {                                                          \
+    out_op("aten::exp", r, {borrow(t)}, #T "_exp");                                               \
+  }                                                                                               \
+  void T##_sqrt(__VA_ARGS__ T* r, T* t) {                                                         \
+    out_op("aten::sqrt", r, {borrow(t)}, #T "_sqrt");                                             \
+  }                                                                                               \
+  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value) {                        \
+    call("aten::clamp", "Tensor_out",                                                             \
+         {torch::stable::detail::from(borrow(t)),                                                 \
+          torch::stable::detail::from(std::optional<Tensor>(scalar(min_value))),                  \
+          torch::stable::detail::from(std::optional<Tensor>(scalar(max_value))),                  \
+          torch::stable::detail::from(borrow(r))},                                                \
+         #T "_clamp");                                                                            \
+  }                                                                                               \
+  double T##_sumall(__VA_ARGS__ T* t) {                                                           \
+    return item(                                                                                  \
+        call("aten::sum", "",                                                                     \
+             {torch::stable::detail::from(borrow(t)), torch::stable::detail::from(std::nullopt)}, \
+             #T "_sumall"),                                                                       \
+        #T "_sumall");                                                                            \
+  }                                                                                               \
+  real T##_maxall(__VA_ARGS__ T* t) {                                                             \
+    return reduce_all<real>("aten::max", t, #T "_maxall");                                        \
+  }                                                                                               \
+  real T##_minall(__VA_ARGS__ T* t) {                                                             \
+    return reduce_all<real>("aten::min", t, #T "_minall");                                        \
+  }                                                                                               \
+  double T##_dot(__VA_ARGS__ T* t, T* src) {                                                      \
+    return item(                                                                                  \
+        call("aten::dot", "",                                                                     \
+             {torch::stable::detail::from(borrow(t)), torch::stable::detail::from(borrow(src))},  \
+             #T "_dot"),                                                                          \
+        #T "_dot");                                                                               \
+  }                                                                                               \
+  void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2) {               \
+    if (r != t) assign(r, borrow(t), #T "_addmm");                                                \
+    addmm_into(r, borrow(mat1), borrow(mat2), as_double(beta), as_double(alpha), #T "_addmm");    \
+  }                                                                                               \
+  void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec) {                 \
+    assign(r,                                                                                     \
+           addmv_of(borrow(t), borrow(mat), borrow(vec), as_double(beta), as_double(alpha),       \
+                    #T "_addmv"),                                                                 \
+           #T "_addmv");                                                                          \
+  }
+
+#define KFL_DEFINE_CPU(T, S, real, dtype) \
+  KFL_DEFINE_TENSOR_API(T, real, )        \
+  KFL_DEFINE_MEMORY_API(T, S, real, dtype, false, void, )
 TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU)
+#define KFL_DEFINE_CPU_MATH(T, S, real, dtype) KFL_DEFINE_MATH_API(T, real, )
+TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_CPU_MATH)
 
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
-#define KFL_DEFINE_CUDA(T, real, dtype) KFL_DEFINE_TENSOR_API(T, real, THCState*, )
+#define KFL_DEFINE_CUDA(T, S, real, dtype)    \
+  KFL_DEFINE_TENSOR_API(T, real, THCState*, ) \
+  KFL_DEFINE_MEMORY_API(T, S, real, dtype, true, THCState*, THCState*, )
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA)
+#define KFL_DEFINE_CUDA_MATH(T, S, real, dtype) KFL_DEFINE_MATH_API(T, real, THCState*, )
+TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_MATH)
 #endif
 
 }  // extern "C"

@@ -44,21 +44,29 @@ KFL_NORETURN void kfl_th_error(const char* file, int line, const char* fmt, ...)
 void kfl_th_arg_check(const char* file, int line, int condition, int arg, const char* fmt, ...)
     KFL_PRINTF(5, 6);
 
+/* How many handles TH code holds in this extension: those it made (_new*,
+ * _storage) and not yet freed, and arguments it retained and not yet freed.
+ * A diagnostic for leaks: 0 between calls in code that frees what it makes. */
+long kfl_live_handles(void);
+
 /* THError("bad value %d", v) and THArgCheck(cond, arg_number, "message"). */
 #define THError(...) kfl_th_error(__FILE__, __LINE__, __VA_ARGS__)
 #define THArgCheck(...) kfl_th_arg_check(__FILE__, __LINE__, __VA_ARGS__)
 
-/* Every tensor handle type: X(name, real, torch dtype). */
-#define TH_FORALL_CPU_TENSORS(X)     \
-  X(THByteTensor, uint8_t, uint8)    \
-  X(THCharTensor, int8_t, int8)      \
-  X(THShortTensor, int16_t, int16)   \
-  X(THIntTensor, int32_t, int32)     \
-  X(THLongTensor, int64_t, int64)    \
-  X(THFloatTensor, float, float32)   \
-  X(THDoubleTensor, double, float64) \
-  X(THHalfTensor, THHalf, float16)   \
-  X(THBFloat16Tensor, THBFloat16, bfloat16)
+/* Every tensor handle type: X(name, its storage's name, real, torch dtype);
+ * the floating ones, which have TH's math, apart. */
+#define TH_FORALL_CPU_INT_TENSORS(X)               \
+  X(THByteTensor, THByteStorage, uint8_t, uint8)   \
+  X(THCharTensor, THCharStorage, int8_t, int8)     \
+  X(THShortTensor, THShortStorage, int16_t, int16) \
+  X(THIntTensor, THIntStorage, int32_t, int32)     \
+  X(THLongTensor, THLongStorage, int64_t, int64)
+#define TH_FORALL_CPU_FLOAT_TENSORS(X)                \
+  X(THFloatTensor, THFloatStorage, float, float32)    \
+  X(THDoubleTensor, THDoubleStorage, double, float64) \
+  X(THHalfTensor, THHalfStorage, THHalf, float16)     \
+  X(THBFloat16Tensor, THBFloat16Storage, THBFloat16, bfloat16)
+#define TH_FORALL_CPU_TENSORS(X) TH_FORALL_CPU_INT_TENSORS(X) TH_FORALL_CPU_FLOAT_TENSORS(X)
 
 /* The API of one handle type T, each function taking the variadic
  * arguments first (nothing for TH, the THCState for THC). */
@@ -82,9 +90,71 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
   void T##_zero(__VA_ARGS__ T* self);                                                  \
   void T##_fill(__VA_ARGS__ T* self, real value);
 
-#define TH_CPU_TENSOR_API(T, real, dtype) TH_TENSOR_API(T, real, )
+/* Tensors made and released in C, views, copies and storages, of one handle
+ * type T with storage type S. TH's reference counting: what a _new* function
+ * returns is the caller's, to _free; _retain takes one more reference. A
+ * storage from T_storage is borrowed from the tensor (NULL when it has none);
+ * _retain it to keep it past the extension function's return. NONE is the
+ * parameter list of a function with no other parameter. */
+#define TH_TENSOR_MEMORY_API(T, S, real, NONE, ...)                                             \
+  typedef struct S S;                                                                           \
+  T* T##_new(NONE);                                                                             \
+  T* T##_newWithSize1d(__VA_ARGS__ int64_t size0);                                              \
+  T* T##_newWithSize2d(__VA_ARGS__ int64_t size0, int64_t size1);                               \
+  T* T##_newWithSize3d(__VA_ARGS__ int64_t size0, int64_t size1, int64_t size2);                \
+  T* T##_newWithSize4d(__VA_ARGS__ int64_t size0, int64_t size1, int64_t size2, int64_t size3); \
+  T* T##_newWithTensor(__VA_ARGS__ T* src);                                                     \
+  T* T##_newContiguous(__VA_ARGS__ T* src);                                                     \
+  T* T##_newClone(__VA_ARGS__ T* src);                                                          \
+  T* T##_newSelect(__VA_ARGS__ T* src, int dim, int64_t index);                                 \
+  T* T##_newNarrow(__VA_ARGS__ T* src, int dim, int64_t first, int64_t size);                   \
+  T* T##_newTranspose(__VA_ARGS__ T* src, int dim1, int dim2);                                  \
+  void T##_retain(__VA_ARGS__ T* self);                                                         \
+  void T##_free(__VA_ARGS__ T* self);                                                           \
+  void T##_set(__VA_ARGS__ T* self, T* src);                                                    \
+  void T##_select(__VA_ARGS__ T* self, T* src, int dim, int64_t index);                         \
+  void T##_narrow(__VA_ARGS__ T* self, T* src, int dim, int64_t first, int64_t size);           \
+  void T##_transpose(__VA_ARGS__ T* self, T* src, int dim1, int dim2);                          \
+  void T##_squeeze1d(__VA_ARGS__ T* self, T* src, int dim);                                     \
+  void T##_unsqueeze1d(__VA_ARGS__ T* self, T* src, int dim);                                   \
+  void T##_copy(__VA_ARGS__ T* self, T* src);                                                   \
+  S* T##_storage(__VA_ARGS__ const T* self);                                                    \
+  ptrdiff_t T##_storageOffset(__VA_ARGS__ const T* self);                                       \
+  real* S##_data(__VA_ARGS__ const S* self);                                                    \
+  ptrdiff_t S##_size(__VA_ARGS__ const S* self);                                                \
+  void S##_fill(__VA_ARGS__ S* self, real value);                                               \
+  void S##_retain(__VA_ARGS__ S* self);                                                         \
+  void S##_free(__VA_ARGS__ S* self);
+
+/* TH's math of a floating handle type T (accreal: double). r is resized to
+ * the result's shape, as TH did; r may be one of the inputs. */
+#define TH_TENSOR_MATH_API(T, real, ...)                                           \
+  void T##_add(__VA_ARGS__ T* r, T* t, real value);                                \
+  void T##_mul(__VA_ARGS__ T* r, T* t, real value);                                \
+  void T##_div(__VA_ARGS__ T* r, T* t, real value);                                \
+  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src);                       \
+  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src);                       \
+  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src);                                   \
+  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src);                                   \
+  void T##_abs(__VA_ARGS__ T* r, T* t);                                            \
+  void T##_exp(__VA_ARGS__ T* r, T* t);                                            \
+  void T##_sqrt(__VA_ARGS__ T* r, T* t);                                           \
+  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value);          \
+  double T##_sumall(__VA_ARGS__ T* t);                                             \
+  real T##_maxall(__VA_ARGS__ T* t);                                               \
+  real T##_minall(__VA_ARGS__ T* t);                                               \
+  double T##_dot(__VA_ARGS__ T* t, T* src);                                        \
+  void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2); \
+  void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec);
+
+#define TH_CPU_TENSOR_API(T, S, real, dtype) \
+  TH_TENSOR_API(T, real, )                   \
+  TH_TENSOR_MEMORY_API(T, S, real, void, )
 TH_FORALL_CPU_TENSORS(TH_CPU_TENSOR_API)
 #undef TH_CPU_TENSOR_API
+#define TH_CPU_TENSOR_MATH_API(T, S, real, dtype) TH_TENSOR_MATH_API(T, real, )
+TH_FORALL_CPU_FLOAT_TENSORS(TH_CPU_TENSOR_MATH_API)
+#undef TH_CPU_TENSOR_MATH_API
 
 #ifdef __cplusplus
 }

@@ -38,20 +38,29 @@ cudaError_t THCudaFree(THCState* state, void* ptr);
 #define THCudaMalloc(...) \
   KFL_THC_PICK3(__VA_ARGS__, kfl_thc_malloc_into, kfl_thc_malloc, unused)(__VA_ARGS__)
 
-#define TH_FORALL_CUDA_TENSORS(X)        \
-  X(THCudaByteTensor, uint8_t, uint8)    \
-  X(THCudaCharTensor, int8_t, int8)      \
-  X(THCudaShortTensor, int16_t, int16)   \
-  X(THCudaIntTensor, int32_t, int32)     \
-  X(THCudaLongTensor, int64_t, int64)    \
-  X(THCudaTensor, float, float32)        \
-  X(THCudaDoubleTensor, double, float64) \
-  X(THCudaHalfTensor, THHalf, float16)   \
-  X(THCudaBFloat16Tensor, THBFloat16, bfloat16)
+#define TH_FORALL_CUDA_INT_TENSORS(X)                      \
+  X(THCudaByteTensor, THCudaByteStorage, uint8_t, uint8)   \
+  X(THCudaCharTensor, THCudaCharStorage, int8_t, int8)     \
+  X(THCudaShortTensor, THCudaShortStorage, int16_t, int16) \
+  X(THCudaIntTensor, THCudaIntStorage, int32_t, int32)     \
+  X(THCudaLongTensor, THCudaLongStorage, int64_t, int64)
+#define TH_FORALL_CUDA_FLOAT_TENSORS(X)                       \
+  X(THCudaTensor, THCudaStorage, float, float32)              \
+  X(THCudaDoubleTensor, THCudaDoubleStorage, double, float64) \
+  X(THCudaHalfTensor, THCudaHalfStorage, THHalf, float16)     \
+  X(THCudaBFloat16Tensor, THCudaBFloat16Storage, THBFloat16, bfloat16)
+#define TH_FORALL_CUDA_TENSORS(X) TH_FORALL_CUDA_INT_TENSORS(X) TH_FORALL_CUDA_FLOAT_TENSORS(X)
 
-#define TH_CUDA_TENSOR_API(T, real, dtype) TH_TENSOR_API(T, real, THCState* state, )
+/* The same API as TH's (TH/TH.h), each function taking the state first;
+ * tensors THC makes are on the current device. */
+#define TH_CUDA_TENSOR_API(T, S, real, dtype) \
+  TH_TENSOR_API(T, real, THCState* state, )   \
+  TH_TENSOR_MEMORY_API(T, S, real, THCState* state, THCState* state, )
 TH_FORALL_CUDA_TENSORS(TH_CUDA_TENSOR_API)
 #undef TH_CUDA_TENSOR_API
+#define TH_CUDA_TENSOR_MATH_API(T, S, real, dtype) TH_TENSOR_MATH_API(T, real, THCState* state, )
+TH_FORALL_CUDA_FLOAT_TENSORS(TH_CUDA_TENSOR_MATH_API)
+#undef TH_CUDA_TENSOR_MATH_API
 
 #ifdef __cplusplus
 }

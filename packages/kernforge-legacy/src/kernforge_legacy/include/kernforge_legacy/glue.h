@@ -34,10 +34,10 @@ struct Handle;
     static int32_t dtype_code() { return aoti_torch_dtype_##dtype_name(); }         \
     static int32_t device_code() { return aoti_torch_device_type_##device_name(); } \
   };
-#define KFL_CPU_HANDLE(T, real, dtype) KFL_HANDLE(T, real, dtype, cpu)
+#define KFL_CPU_HANDLE(T, S, real, dtype) KFL_HANDLE(T, real, dtype, cpu)
 TH_FORALL_CPU_TENSORS(KFL_CPU_HANDLE)
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
-#define KFL_CUDA_HANDLE(T, real, dtype) KFL_HANDLE(T, real, dtype, cuda)
+#define KFL_CUDA_HANDLE(T, S, real, dtype) KFL_HANDLE(T, real, dtype, cuda)
 TH_FORALL_CUDA_TENSORS(KFL_CUDA_HANDLE)
 #endif
 
@@ -73,6 +73,16 @@ C scalar_arg(V value, const char* fn, int index, const char* param, const char* 
   }
   return static_cast<C>(value);
 }
+
+// Lives for one call of an extension function: the storage handles the call
+// borrowed (T_storage) and did not retain are released when it ends.
+class CallScope {
+ public:
+  CallScope() = default;
+  ~CallScope();
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+};
 
 // Makes the device of the first CUDA tensor argument current for the call, so
 // THCState_getCurrentStream and THCudaMalloc use that device.
