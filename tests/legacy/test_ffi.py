@@ -584,3 +584,17 @@ def test_language_cpp_and_the_other_setuptools_keywords(tmp_path, workdir):
         ffi.create_extension(
             "x", headers=["f.h"], sources=[], relative_to=str(tmp_path / "b.py"), language="fortran"
         )
+
+
+def test_c_flags_of_the_build_script_reach_only_its_sources(tmp_path, workdir, capfd):
+    """The official example passes extra_compile_args=["-std=c99"]: for its C
+    sources, not for the C++ op wrappers and TH runtime built beside them."""
+    ext = _extension(
+        tmp_path,
+        "int f(THFloatTensor *x);",
+        "#include <TH/TH.h>\nint f(THFloatTensor *x) { return (int)THFloatTensor_nElement(x); }\n",
+        extra_compile_args=["-std=c99"],
+    )
+    assert _load(ext.build(), "fixture_c99").f(torch.ones(5)) == 5
+    output = capfd.readouterr().out
+    assert "-std=c99" in output and "valid for C/ObjC but not for C++" not in output, output

@@ -496,7 +496,10 @@ class Extension:
         flags = self._flags()
         common = ["-O3", "-fPIC", "-fvisibility=hidden", *flags["defines"], *flags["includes"]]
         cflags = ["-std=gnu11", *common, *flags["c"], *self.extra_compile_args]
-        cxxflags = ["-std=c++17", *common, *flags["cxx"], *self.extra_compile_args]
+        # the extension's own extra_compile_args are for its sources, not for the op
+        # wrappers and the TH runtime (a -std=c99 there would be a C++ warning)
+        own_cxxflags = ["-std=c++17", *common, *flags["cxx"]]
+        cxxflags = [*own_cxxflags, *self.extra_compile_args]
         ldflags = ["-shared", *flags["link"]]
         defines, includes = flags["defines"], flags["includes"]
         nvcc = _nvcc() if self.with_cuda else ""
@@ -511,6 +514,7 @@ class Extension:
             f"nvcc = {nvcc}",
             f"cflags = {_join(cflags)}",
             f"cxxflags = {_join(cxxflags)}",
+            f"own_cxxflags = {_join(own_cxxflags)}",
             f"nvccflags = {_join(nvccflags)}",
             f"ldflags = {_join(ldflags)}",
             "",
@@ -520,6 +524,10 @@ class Extension:
             "  deps = gcc",
             "rule cxx",
             "  command = $cxx -MMD -MF $out.d $cxxflags -c $in -o $out",
+            "  depfile = $out.d",
+            "  deps = gcc",
+            "rule own_cxx",
+            "  command = $cxx -MMD -MF $out.d $own_cxxflags -c $in -o $out",
             "  depfile = $out.d",
             "  deps = gcc",
             "rule nvcc",
@@ -532,7 +540,7 @@ class Extension:
         ]
         objects = []
         for i, src in enumerate(self._units(build_dir)):
-            rule = {".c": "cc", ".cu": "nvcc"}.get(src.suffix, "cxx")
+            rule = {".c": "cc", ".cu": "nvcc"}.get(src.suffix, "cxx" if i < len(self.sources) else "own_cxx")
             obj = f"obj/{i}_{src.stem}.o"
             objects.append(obj)
             implicit = f" | {' '.join(_esc(d) for d in self.depends)}" if self.depends else ""
