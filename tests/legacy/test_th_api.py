@@ -202,3 +202,55 @@ def test_rss_stays_flat_over_many_calls(th):
     th.churn(20_000)  # 80 MB if nothing were freed
     after = int(statm.read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     assert after - before < 16 * 2**20, (before, after)
+
+
+def _column_major(buf, rows, cols, ld):
+    """The rows x cols matrix stored column-major in buf with leading dimension ld."""
+    return buf[: ld * cols].view(cols, ld)[:, :rows].t()
+
+
+@pytest.mark.parametrize("transa, transb", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("beta", [0.0, -0.5])
+def test_blas_gemm_column_major(th, transa, transb, beta):
+    m, n, k = 5, 4, 3
+    lda, ldb, ldc = 7, 6, 8  # padded leading dimensions
+    a_rows, a_cols = (k, m) if transa else (m, k)
+    b_rows, b_cols = (n, k) if transb else (k, n)
+    a, b, c = _rand(lda * a_cols, seed=20), _rand(ldb * b_cols, seed=21), _rand(ldc * n, seed=22)
+    if beta == 0.0:
+        _column_major(c, m, n, ldc).fill_(float("nan"))  # ignored, as BLAS does with beta 0
+    op_a = _column_major(a, a_rows, a_cols, lda)
+    op_b = _column_major(b, b_rows, b_cols, ldb)
+    op_a, op_b = (op_a.t() if transa else op_a), (op_b.t() if transb else op_b)
+    before = c.clone()
+    expected = 1.5 * op_a @ op_b + (beta * _column_major(before, m, n, ldc) if beta else 0)
+    th.blas_gemm(c, a, b, transa, transb, m, n, k, lda, ldb, ldc, 1.5, beta)
+    close(_column_major(c, m, n, ldc), expected)
+    pad = _column_major(c, ldc, n, ldc)[m:]  # the padding rows stay as they were
+    assert torch.equal(pad, _column_major(before, ldc, n, ldc)[m:])
+
+
+@pytest.mark.parametrize("trans", [0, 1])
+def test_blas_gemv_strided(th, trans):
+    m, n, lda, incx, incy = 5, 3, 6, 2, 3
+    a = _rand(lda * n, dtype=torch.float32, seed=23)
+    len_x, len_y = (m, n) if trans else (n, m)
+    x, y = (
+        _rand(len_x * incx, dtype=torch.float32, seed=24),
+        _rand(len_y * incy, dtype=torch.float32, seed=25),
+    )
+    op_a = _column_major(a, m, n, lda)
+    op_a = op_a.t() if trans else op_a
+    expected = 2.0 * op_a @ x[::incx] + 0.25 * y[::incy]
+    before = y.clone()
+    th.blas_gemv(y, a, x, trans, m, n, lda, incx, incy, 2.0, 0.25)
+    close(y[::incy], expected)
+    mask = torch.ones_like(y, dtype=torch.bool)
+    mask[::incy] = False
+    assert torch.equal(y[mask], before[mask])
+
+
+def test_blas_rejects_a_bad_leading_dimension(th):
+    a = _rand(16, seed=26)
+    with pytest.raises(RuntimeError, match=r"THDoubleBlas_gemm: leading dimension 2 is less than the 4 rows"):
+        th.blas_gemm(a.clone(), a, a, 0, 0, 4, 2, 2, 2, 2, 4, 1.0, 0.0)

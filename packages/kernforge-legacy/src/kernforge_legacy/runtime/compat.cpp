@@ -316,6 +316,75 @@ Tensor addmv_of(const Tensor& t, const Tensor& mat, const Tensor& vec, double be
   return Tensor(h);
 }
 
+// Raw data as a tensor (no copy): on the CPU, or on the current CUDA device.
+Tensor wrap(void* data, std::vector<int64_t> shape, std::vector<int64_t> strides, int32_t dtype,
+            bool cuda, const char* fn) {
+  int32_t device = aoti_torch_device_type_cpu(), index = 0;
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+  if (cuda) {
+    device = aoti_torch_device_type_cuda();
+    check(aoti_torch_get_current_device_index(&index), fn);
+  }
+#else
+  (void)cuda;
+#endif
+  AtenTensorHandle h;
+  check(aoti_torch_create_tensor_from_blob(data, static_cast<int64_t>(shape.size()), shape.data(),
+                                           strides.data(), 0, dtype, device, index, &h),
+        fn);
+  return Tensor(h);
+}
+
+bool transposed(char trans, const char* fn) {
+  if (trans == 'n' || trans == 'N') return false;
+  if (trans == 't' || trans == 'T' || trans == 'c' || trans == 'C') return true;
+  throw std::runtime_error(std::string(fn) + ": trans must be 'n', 't' or 'c', got '" + trans +
+                           "'");
+}
+
+// The stored column-major matrix (ld >= rows) as the row-major tensor of its
+// transpose: [cols, rows] with strides [ld, 1].
+Tensor column_major_t(void* data, int64_t rows, int64_t cols, int64_t ld, int32_t dtype, bool cuda,
+                      const char* fn) {
+  if (ld < (rows > 1 ? rows : 1))
+    throw std::runtime_error(std::string(fn) + ": leading dimension " + std::to_string(ld) +
+                             " is less than the " + std::to_string(rows) + " rows");
+  return wrap(data, {cols, rows}, {ld, 1}, dtype, cuda, fn);
+}
+
+// C (m x n, column-major) = alpha op(A) op(B) + beta C, as BLAS's gemm: in
+// row-major terms C^T = alpha op(B)^T op(A)^T + beta C^T, one addmm.
+void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, double alpha, void* a,
+          int64_t lda, void* b, int64_t ldb, double beta, void* c, int64_t ldc, int32_t dtype,
+          bool cuda, const char* fn) {
+  if (m == 0 || n == 0) return;
+  const bool ta = transposed(transa, fn), tb = transposed(transb, fn);
+  // op(A)^T: A stored m x k ('n') is [k, m] as stored-transpose; stored k x m ('t') is its
+  // transpose
+  const Tensor a_t =
+      ta ? torch::stable::transpose(column_major_t(a, k, m, lda, dtype, cuda, fn), 0, 1)
+         : column_major_t(a, m, k, lda, dtype, cuda, fn);
+  const Tensor b_t =
+      tb ? torch::stable::transpose(column_major_t(b, n, k, ldb, dtype, cuda, fn), 0, 1)
+         : column_major_t(b, k, n, ldb, dtype, cuda, fn);
+  const Tensor c_t = column_major_t(c, m, n, ldc, dtype, cuda, fn);
+  addmm_into(c_t.get(), b_t, a_t, beta, alpha, fn);
+}
+
+// y = alpha op(A) x + beta y, as BLAS's gemv (A m x n, column-major)
+void gemv(char trans, int64_t m, int64_t n, double alpha, void* a, int64_t lda, void* x,
+          int64_t incx, double beta, void* y, int64_t incy, int32_t dtype, bool cuda,
+          const char* fn) {
+  const bool t = transposed(trans, fn);
+  const int64_t len_x = t ? m : n, len_y = t ? n : m;
+  if (len_y == 0) return;
+  const Tensor stored_t = column_major_t(a, m, n, lda, dtype, cuda, fn);  // [n, m]
+  const Tensor op_a = t ? stored_t : torch::stable::transpose(stored_t, 0, 1);
+  const Tensor xs = wrap(x, {len_x}, {incx}, dtype, cuda, fn);
+  Tensor ys = wrap(y, {len_y}, {incy}, dtype, cuda, fn);
+  torch::stable::copy_(ys, addmv_of(ys, op_a, xs, beta, alpha, fn));
+}
+
 // r := op(args..., out=r)
 void out_op(const char* name, const void* r, std::vector<Tensor> args, const char* fn) {
   std::vector<StableIValue> stack;
@@ -654,6 +723,29 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
            #T "_addmv");                                                                          \
   }
 
+void THFloatBlas_gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha,
+                      float* a, int64_t lda, float* b, int64_t ldb, float beta, float* c,
+                      int64_t ldc) {
+  gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, aoti_torch_dtype_float32(),
+       false, "THFloatBlas_gemm");
+}
+void THDoubleBlas_gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, double alpha,
+                       double* a, int64_t lda, double* b, int64_t ldb, double beta, double* c,
+                       int64_t ldc) {
+  gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, aoti_torch_dtype_float64(),
+       false, "THDoubleBlas_gemm");
+}
+void THFloatBlas_gemv(char trans, int64_t m, int64_t n, float alpha, float* a, int64_t lda,
+                      float* x, int64_t incx, float beta, float* y, int64_t incy) {
+  gemv(trans, m, n, alpha, a, lda, x, incx, beta, y, incy, aoti_torch_dtype_float32(), false,
+       "THFloatBlas_gemv");
+}
+void THDoubleBlas_gemv(char trans, int64_t m, int64_t n, double alpha, double* a, int64_t lda,
+                       double* x, int64_t incx, double beta, double* y, int64_t incy) {
+  gemv(trans, m, n, alpha, a, lda, x, incx, beta, y, incy, aoti_torch_dtype_float64(), false,
+       "THDoubleBlas_gemv");
+}
+
 #define KFL_DEFINE_CPU(T, S, real, dtype) \
   KFL_DEFINE_TENSOR_API(T, real, )        \
   KFL_DEFINE_MEMORY_API(T, S, real, dtype, false, void, )
@@ -710,6 +802,29 @@ void* kfl_thc_malloc(THCState*, size_t size) {
 cudaError_t kfl_thc_malloc_into(THCState* s, void** ptr, size_t size) {
   *ptr = kfl_thc_malloc(s, size);
   return cudaSuccess;
+}
+
+void THCudaBlas_Sgemm(THCState*, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                      float alpha, float* a, int64_t lda, float* b, int64_t ldb, float beta,
+                      float* c, int64_t ldc) {
+  gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, aoti_torch_dtype_float32(),
+       true, "THCudaBlas_Sgemm");
+}
+void THCudaBlas_Dgemm(THCState*, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                      double alpha, double* a, int64_t lda, double* b, int64_t ldb, double beta,
+                      double* c, int64_t ldc) {
+  gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, aoti_torch_dtype_float64(),
+       true, "THCudaBlas_Dgemm");
+}
+void THCudaBlas_Sgemv(THCState*, char trans, int64_t m, int64_t n, float alpha, float* a,
+                      int64_t lda, float* x, int64_t incx, float beta, float* y, int64_t incy) {
+  gemv(trans, m, n, alpha, a, lda, x, incx, beta, y, incy, aoti_torch_dtype_float32(), true,
+       "THCudaBlas_Sgemv");
+}
+void THCudaBlas_Dgemv(THCState*, char trans, int64_t m, int64_t n, double alpha, double* a,
+                      int64_t lda, double* x, int64_t incx, double beta, double* y, int64_t incy) {
+  gemv(trans, m, n, alpha, a, lda, x, incx, beta, y, incy, aoti_torch_dtype_float64(), true,
+       "THCudaBlas_Dgemv");
 }
 
 cudaError_t THCudaFree(THCState*, void* ptr) {

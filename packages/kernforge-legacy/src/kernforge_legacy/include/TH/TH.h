@@ -156,6 +156,18 @@ TH_FORALL_CPU_TENSORS(TH_CPU_TENSOR_API)
 TH_FORALL_CPU_FLOAT_TENSORS(TH_CPU_TENSOR_MATH_API)
 #undef TH_CPU_TENSOR_MATH_API
 
+/* TH's BLAS on raw column-major data, as Fortran BLAS takes it (trans: 'n',
+ * 't' or 'c'; C = alpha op(A) op(B) + beta C, y = alpha op(A) x + beta y;
+ * beta 0 ignores what C or y held). */
+#define TH_BLAS_API(B, real)                                                                    \
+  void B##_gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, real alpha, real* a, \
+                int64_t lda, real* b, int64_t ldb, real beta, real* c, int64_t ldc);            \
+  void B##_gemv(char trans, int64_t m, int64_t n, real alpha, real* a, int64_t lda, real* x,    \
+                int64_t incx, real beta, real* y, int64_t incy);
+TH_BLAS_API(THFloatBlas, float)
+TH_BLAS_API(THDoubleBlas, double)
+#undef TH_BLAS_API
+
 #ifdef __cplusplus
 }
 #endif

@@ -62,6 +62,20 @@ TH_FORALL_CUDA_TENSORS(TH_CUDA_TENSOR_API)
 TH_FORALL_CUDA_FLOAT_TENSORS(TH_CUDA_TENSOR_MATH_API)
 #undef TH_CUDA_TENSOR_MATH_API
 
+/* THC's BLAS on device pointers of the current device, on torch's cuBLAS
+ * handle and current stream (through its matmul kernels): as TH's
+ * THFloatBlas_gemm / _gemv, the state first. */
+void THCudaBlas_Sgemm(THCState* state, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                      float alpha, float* a, int64_t lda, float* b, int64_t ldb, float beta,
+                      float* c, int64_t ldc);
+void THCudaBlas_Dgemm(THCState* state, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                      double alpha, double* a, int64_t lda, double* b, int64_t ldb, double beta,
+                      double* c, int64_t ldc);
+void THCudaBlas_Sgemv(THCState* state, char trans, int64_t m, int64_t n, float alpha, float* a,
+                      int64_t lda, float* x, int64_t incx, float beta, float* y, int64_t incy);
+void THCudaBlas_Dgemv(THCState* state, char trans, int64_t m, int64_t n, double alpha, double* a,
+                      int64_t lda, double* x, int64_t incx, double beta, double* y, int64_t incy);
+
 #ifdef __cplusplus
 }
 #endif
