@@ -785,6 +785,44 @@ cudaStream_t THCState_getCurrentStream(THCState*) {
   return static_cast<cudaStream_t>(stream);
 }
 
+cudaStream_t THCState_getCurrentStreamOnDevice(THCState*, int device) {
+  void* stream;
+  check(aoti_torch_get_current_cuda_stream(device, &stream), "THCState_getCurrentStreamOnDevice");
+  return static_cast<cudaStream_t>(stream);
+}
+
+int THCState_getCurrentDevice(THCState*) {
+  int32_t device;
+  check(aoti_torch_get_current_device_index(&device), "THCState_getCurrentDevice");
+  return device;
+}
+
+int THCState_getNumDevices(THCState*) {
+  int count = 0;
+  kfl_thc_check(cudaGetDeviceCount(&count), __FILE__, __LINE__);
+  return count;
+}
+
+#define KFL_DEFINE_DEVICE_API(T, S, real, dtype)                               \
+  int T##_getDevice(THCState*, const T* self) {                                \
+    int32_t index;                                                             \
+    check(aoti_torch_get_device_index(handle(self), &index), #T "_getDevice"); \
+    return index;                                                              \
+  }                                                                            \
+  int T##_checkGPU(THCState* s, unsigned int n_tensors, ...) {                 \
+    const int current = THCState_getCurrentDevice(s);                          \
+    va_list args;                                                              \
+    va_start(args, n_tensors);                                                 \
+    int same = 1;                                                              \
+    for (unsigned int i = 0; i < n_tensors; i++) {                             \
+      const T* t = va_arg(args, const T*);                                     \
+      if (t != nullptr && T##_getDevice(s, t) != current) same = 0;            \
+    }                                                                          \
+    va_end(args);                                                              \
+    return same;                                                               \
+  }
+TH_FORALL_CUDA_TENSORS(KFL_DEFINE_DEVICE_API)
+
 void kfl_thc_check(cudaError_t err, const char* file, int line) {
   if (err == cudaSuccess) return;
   cudaGetLastError();  // a launch error is taken, so the next check does not see it again

@@ -23,6 +23,10 @@ typedef struct THCState THCState;
 
 /* The current CUDA stream of the current device (torch's, not the default). */
 cudaStream_t THCState_getCurrentStream(THCState* state);
+/* The current stream of `device`, the current device, the number of devices. */
+cudaStream_t THCState_getCurrentStreamOnDevice(THCState* state, int device);
+int THCState_getCurrentDevice(THCState* state);
+int THCState_getNumDevices(THCState* state);
 
 /* THCudaCheck(err): raises a Python RuntimeError naming the CUDA error. */
 void kfl_thc_check(cudaError_t err, const char* file, int line);
@@ -51,11 +55,19 @@ cudaError_t THCudaFree(THCState* state, void* ptr);
   X(THCudaBFloat16Tensor, THCudaBFloat16Storage, THBFloat16, bfloat16)
 #define TH_FORALL_CUDA_TENSORS(X) TH_FORALL_CUDA_INT_TENSORS(X) TH_FORALL_CUDA_FLOAT_TENSORS(X)
 
+/* The device of a CUDA tensor; and checkGPU(state, n, t1, ..., tn): 1 when
+ * the n tensors (of the type, NULL skipped) are all on the current device,
+ * else 0, as THC's THCudaTensor_checkGPU. */
+#define THC_TENSOR_DEVICE_API(T)                     \
+  int T##_getDevice(THCState* state, const T* self); \
+  int T##_checkGPU(THCState* state, unsigned int n_tensors, ...);
+
 /* The same API as TH's (TH/TH.h), each function taking the state first;
  * tensors THC makes are on the current device. */
-#define TH_CUDA_TENSOR_API(T, S, real, dtype) \
-  TH_TENSOR_API(T, real, THCState* state, )   \
-  TH_TENSOR_MEMORY_API(T, S, real, THCState* state, THCState* state, )
+#define TH_CUDA_TENSOR_API(T, S, real, dtype)                          \
+  TH_TENSOR_API(T, real, THCState* state, )                            \
+  TH_TENSOR_MEMORY_API(T, S, real, THCState* state, THCState* state, ) \
+  THC_TENSOR_DEVICE_API(T)
 TH_FORALL_CUDA_TENSORS(TH_CUDA_TENSOR_API)
 #undef TH_CUDA_TENSOR_API
 #define TH_CUDA_TENSOR_MATH_API(T, S, real, dtype) TH_TENSOR_MATH_API(T, real, THCState* state, )
