@@ -254,3 +254,62 @@ def test_blas_rejects_a_bad_leading_dimension(th):
     a = _rand(16, seed=26)
     with pytest.raises(RuntimeError, match=r"THDoubleBlas_gemm: leading dimension 2 is less than the 4 rows"):
         th.blas_gemm(a.clone(), a, a, 0, 0, 4, 2, 2, 2, 2, 4, 1.0, 0.0)
+
+
+# -- an im2col + GEMM convolution, as deformable-convolution extensions wrote it ------------
+
+
+@pytest.fixture(scope="module")
+def conv(tmp_path_factory):
+    root = tmp_path_factory.mktemp("conv")
+    src = Path(__file__).parent / "fixtures" / "conv" / "src"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
+        ext = ffi.create_extension(
+            "conv", headers=[src / "conv.h"], sources=[src / "conv.c"], relative_to=str(root / "build.py"),
+            verbose=False,
+        )  # fmt: skip
+        package = ext.build()
+    spec = importlib.util.spec_from_file_location("fixture_conv", package / "__init__.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _conv_function(conv):
+    from kernforge_legacy.autograd import Function
+
+    class Conv2d(Function):  # the Python side, as 2017 wrote it
+        def __init__(self, pad, stride):
+            self.pad, self.stride = pad, stride
+
+        def forward(self, input, weight):
+            self.save_for_backward(input, weight)
+            output = input.new()
+            conv.conv_forward(input, weight, output, self.pad, self.stride)
+            return output
+
+        def backward(self, grad_output):
+            input, weight = self.saved_tensors
+            grad_input, grad_weight = input.new(), weight.new()
+            conv.conv_backward(input, weight, grad_output, grad_input, grad_weight, self.pad, self.stride)
+            return grad_input, grad_weight
+
+    return Conv2d
+
+
+@pytest.mark.parametrize("pad, stride", [(0, 1), (1, 1), (2, 2)])
+def test_im2col_gemm_convolution_equals_conv2d(conv, pad, stride):
+    x = _rand(2, 3, 9, 8, dtype=torch.float32, seed=30)
+    w = _rand(5, 3, 3, 3, dtype=torch.float32, seed=31)
+    ours = [x.clone().requires_grad_(), w.clone().requires_grad_()]
+    refs = [x.clone().requires_grad_(), w.clone().requires_grad_()]
+    out = _conv_function(conv)(pad, stride)(*ours)
+    expected = torch.nn.functional.conv2d(*refs, padding=pad, stride=stride)
+    close(out, expected, rtol=1e-4, atol=1e-4)
+    grad = _rand(*expected.shape, dtype=torch.float32, seed=32)
+    out.backward(grad)
+    expected.backward(grad)
+    for o, r in zip(ours, refs, strict=True):
+        close(o.grad, r.grad, rtol=1e-4, atol=1e-4)
+    assert conv.conv_live_handles() == 0  # every buffer, view and copy made in C was freed
