@@ -19,6 +19,7 @@
 #include <string>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
@@ -198,6 +199,21 @@ void assign(const void* r, const Tensor& value, const char* fn) {
   torch::stable::copy_(out, value);
 }
 
+// (device type, index): the CPU, or the current CUDA device.
+std::pair<int32_t, int32_t> device_of(bool cuda, const char* fn) {
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+  if (cuda) {
+    int32_t index;
+    check(aoti_torch_get_current_device_index(&index), fn);
+    return {aoti_torch_device_type_cuda(), index};
+  }
+#else
+  (void)cuda;
+  (void)fn;
+#endif
+  return {aoti_torch_device_type_cpu(), 0};
+}
+
 // A new contiguous tensor of `shape`: on the CPU, or on the current CUDA device.
 Tensor empty(std::vector<int64_t> shape, int32_t dtype, bool cuda, const char* fn) {
   std::vector<int64_t> strides(shape.size());
@@ -208,15 +224,7 @@ Tensor empty(std::vector<int64_t> shape, int32_t dtype, bool cuda, const char* f
     strides[i] = stride;
     stride *= shape[i] > 0 ? shape[i] : 1;
   }
-  int32_t device = aoti_torch_device_type_cpu(), index = 0;
-#ifdef KERNFORGE_LEGACY_WITH_CUDA
-  if (cuda) {
-    device = aoti_torch_device_type_cuda();
-    check(aoti_torch_get_current_device_index(&index), fn);
-  }
-#else
-  (void)cuda;
-#endif
+  const auto [device, index] = device_of(cuda, fn);
   AtenTensorHandle h;
   check(aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(), strides.data(),
                                  dtype, device, index, &h),
@@ -319,15 +327,7 @@ Tensor addmv_of(const Tensor& t, const Tensor& mat, const Tensor& vec, double be
 // Raw data as a tensor (no copy): on the CPU, or on the current CUDA device.
 Tensor wrap(void* data, std::vector<int64_t> shape, std::vector<int64_t> strides, int32_t dtype,
             bool cuda, const char* fn) {
-  int32_t device = aoti_torch_device_type_cpu(), index = 0;
-#ifdef KERNFORGE_LEGACY_WITH_CUDA
-  if (cuda) {
-    device = aoti_torch_device_type_cuda();
-    check(aoti_torch_get_current_device_index(&index), fn);
-  }
-#else
-  (void)cuda;
-#endif
+  const auto [device, index] = device_of(cuda, fn);
   AtenTensorHandle h;
   check(aoti_torch_create_tensor_from_blob(data, static_cast<int64_t>(shape.size()), shape.data(),
                                            strides.data(), 0, dtype, device, index, &h),
