@@ -45,6 +45,8 @@ CUDA_TARGETS = {
     "mul_call": [("≤1.5x eager's per-call cost", lambda r: r["median"] <= 1.5 * r["eager"])],
     "add_call": [("≤1.5x eager's per-call cost", lambda r: r["median"] <= 1.5 * r["eager"])],
     "fused_relu_add_call": [("≤1.5x eager's per-call cost", lambda r: r["median"] <= 1.5 * r["eager"])],
+    "legacy_sgemm": [("within 5% of torch.mm", lambda r: r["median"] <= 1.05 * r["eager"])],
+    "legacy_cadd": [("within 10% of torch.add", lambda r: r["median"] <= 1.10 * r["eager"])],
     ("lltm", "16x32x128"): [
         ("≥2x faster than eager and torch.compile", lambda r: _faster(r) >= 2.0),
     ],

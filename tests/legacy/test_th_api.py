@@ -1,7 +1,8 @@
 """The TH C API that 2017 extensions called, built from a fixture written in
 that style (tests/legacy/fixtures/th_api), against torch on random data:
 tensors made and freed in C with TH's reference counts, views, copies,
-storages, math. The CPU here; the THC side shares the same definitions."""
+storages, math, BLAS. The same C (generic/th_api.c) runs on TH's CPU types
+and, on a GPU, on THC's CUDA types, with THC's own functions besides."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from conftest import close
 from kernforge_legacy import ffi
 
 FIXTURE = Path(__file__).parent / "fixtures" / "th_api" / "src"
+CUDA = torch.cuda.is_available()
+DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.sanitize])]
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +28,9 @@ def th(tmp_path_factory):
         mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
         ext = ffi.create_extension(
             "th_api",
-            headers=[FIXTURE / "th_api.h"],
-            sources=[FIXTURE / "th_api.c"],
+            headers=[FIXTURE / "th_api.h", *([FIXTURE / "th_api_cuda.h"] if CUDA else [])],
+            sources=[FIXTURE / "th_api.c", *([FIXTURE / "th_api_cuda.c"] if CUDA else [])],
+            with_cuda=CUDA,
             relative_to=str(root / "build.py"),
             verbose=False,
         )
@@ -37,8 +41,13 @@ def th(tmp_path_factory):
     return module
 
 
-def _rand(*shape, dtype=torch.float64, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+def _fn(th, name, device):
+    """The fixture's function `name` for TH's types, or its THC twin."""
+    return getattr(th, name + ("_cuda" if device == "cuda" else ""))
+
+
+def _rand(*shape, dtype=torch.float64, seed=0, device="cpu"):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype).to(device)
 
 
 MATH = {  # which -> the same in torch, of (a, b, value)
@@ -58,86 +67,112 @@ MATH = {  # which -> the same in torch, of (a, b, value)
 }
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("which", MATH)
-def test_math_matches_torch(th, which):
-    a, b = _rand(5, 7, seed=1), _rand(5, 7, seed=2)
+def test_math_matches_torch(th, which, device):
+    a, b = _rand(5, 7, seed=1, device=device), _rand(5, 7, seed=2, device=device)
     if which == 9:
         a = a.abs()
-    out = torch.full((2,), float("nan"), dtype=torch.float64)  # wrong size, poisoned: resized and written
-    if which in (11, 12):
-        out = torch.full((5, 7), float("nan"), dtype=torch.float64)
-    assert th.math_op(out, a, b, which, 0.75) == 1
+    # wrong size, poisoned: resized and written
+    out = torch.full(
+        (2,) if which not in (11, 12) else (5, 7), float("nan"), dtype=torch.float64, device=device
+    )
+    assert _fn(th, "math_op", device)(out, a, b, which, 0.75) == 1
     close(out, MATH[which](a, b, 0.75))
 
 
-def test_math_writes_into_an_input_and_through_strides(th):
-    a, b = _rand(6, 4, seed=3), _rand(4, 6, seed=4).t()  # b not contiguous
+@pytest.mark.parametrize("device", DEVICES)
+def test_math_writes_into_an_input_and_through_strides(th, device):
+    a, b = _rand(6, 4, seed=3, device=device), _rand(4, 6, seed=4, device=device).t()  # b not contiguous
     expected = a + 2.5 * b
-    assert th.math_op(a, a, b, 3, 2.5) == 1  # r is t: in place
+    assert _fn(th, "math_op", device)(a, a, b, 3, 2.5) == 1  # r is t: in place
     close(a, expected)
 
 
-def test_float_cadd_as_the_official_example_calls_it(th):
-    a, b = _rand(3, 4, dtype=torch.float32, seed=5), _rand(3, 4, dtype=torch.float32, seed=6)
-    out = torch.empty(0)
-    th.math_op_float(out, a, b, 3, 1.0)
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [12, 4099])  # 4099: not a multiple of any vector width
+def test_float_cadd_as_the_official_example_calls_it(th, device, n):
+    a, b = (
+        _rand(n, dtype=torch.float32, seed=5, device=device),
+        _rand(n, dtype=torch.float32, seed=6, device=device),
+    )
+    out = torch.empty(0, device=device)
+    _fn(th, "math_op_float", device)(out, a, b, 3, 1.0)
     close(out, a + b)
+    # an output of the right size is written where it is: a view into a larger buffer
+    buf = torch.full((n + 1,), float("nan"), device=device)
+    _fn(th, "math_op_float", device)(buf[1:], a, b, 3, -2.0)
+    close(buf[1:], a - 2.0 * b)
+    assert buf[0].isnan()
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("which, fn", [(0, torch.sum), (1, torch.max), (2, torch.min)])
-def test_reductions(th, which, fn):
-    a = _rand(9, 11, seed=7)
-    assert th.reduce_op(a, a, which) == pytest.approx(fn(a).item(), rel=1e-12)
+def test_reductions(th, which, fn, device):
+    a = _rand(9, 11, seed=7, device=device)
+    assert _fn(th, "reduce_op", device)(a, a, which) == pytest.approx(fn(a).item(), rel=1e-12)
 
 
-def test_dot(th):
-    a, b = _rand(31, seed=8), _rand(31, seed=9)
-    assert th.reduce_op(a, b, 3) == pytest.approx(torch.dot(a, b).item(), rel=1e-12)
+@pytest.mark.parametrize("device", DEVICES)
+def test_dot(th, device):
+    a, b = _rand(31, seed=8, device=device), _rand(31, seed=9, device=device)
+    assert _fn(th, "reduce_op", device)(a, b, 3) == pytest.approx(torch.dot(a, b).item(), rel=1e-12)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("in_place", [0, 1])
-def test_addmm(th, in_place):
-    t, m1, m2 = _rand(4, 5, seed=10), _rand(4, 3, seed=11), _rand(3, 5, seed=12)
+def test_addmm(th, in_place, device):
+    t, m1, m2 = (
+        _rand(*shape, seed=seed, device=device) for shape, seed in [((4, 5), 10), ((4, 3), 11), ((3, 5), 12)]
+    )
     expected = 0.5 * t + 2.0 * (m1 @ m2)
-    r = torch.empty(0, dtype=torch.float64)
-    th.gemm_op(r, t, m1, m2, 0.5, 2.0, in_place)
+    r = torch.empty(0, dtype=torch.float64, device=device)
+    _fn(th, "gemm_op", device)(r, t, m1, m2, 0.5, 2.0, in_place)
     close(r, expected)
 
 
-def test_addmv(th):
-    t, mat, vec = _rand(4, seed=13), _rand(4, 6, seed=14), _rand(6, seed=15)
-    r = torch.empty(0, dtype=torch.float64)
-    th.gemv_op(r, t, mat, vec, -1.0, 3.0)
+@pytest.mark.parametrize("device", DEVICES)
+def test_addmv(th, device):
+    t, mat, vec = (
+        _rand(*shape, seed=seed, device=device) for shape, seed in [((4,), 13), ((4, 6), 14), ((6,), 15)]
+    )
+    r = torch.empty(0, dtype=torch.float64, device=device)
+    _fn(th, "gemv_op", device)(r, t, mat, vec, -1.0, 3.0)
     close(r, -t + 3.0 * (mat @ vec))
 
 
-def test_storage_fill_initialises_the_whole_storage(th):
-    base = torch.zeros(10)
+@pytest.mark.parametrize("device", DEVICES)
+def test_storage_fill_initialises_the_whole_storage(th, device):
+    base = torch.zeros(10, device=device)
     view = base[2:8]
-    assert th.init_storage(view, -1.0) == 10  # the storage's size, not the view's
-    assert torch.equal(base, torch.full((10,), -1.0))
+    assert _fn(th, "init_storage", device)(view, -1.0) == 10  # the storage's size, not the view's
+    assert torch.equal(base, torch.full((10,), -1.0, device=device))
 
 
-def test_storage_of_an_empty_tensor_is_null(th):
-    assert th.has_storage(torch.empty(0)) == 0
-    assert th.has_storage(torch.ones(3)) == 1
+@pytest.mark.parametrize("device", DEVICES)
+def test_storage_of_an_empty_tensor_is_null(th, device):
+    assert _fn(th, "has_storage", device)(torch.empty(0, device=device)) == 0
+    assert _fn(th, "has_storage", device)(torch.ones(3, device=device)) == 1
 
 
-def test_storage_offset_and_data(th):
-    base = torch.arange(20, dtype=torch.float32)
+@pytest.mark.parametrize("device", DEVICES)
+def test_storage_offset_and_data(th, device):
+    base = torch.arange(20, dtype=torch.float32, device=device)
     info = torch.empty(0, dtype=torch.int64)
-    th.storage_info(base[5:12], info)
+    _fn(th, "storage_info", device)(base[5:12], info)
     assert info.tolist() == [5, 20, 1]
 
 
-def test_new_tensors_from_views(th):
-    src = _rand(3, 4, dtype=torch.float32, seed=16)
-    outs = [torch.empty(0) for _ in range(4)]
-    assert th.new_views(src, *outs) == 1
+@pytest.mark.parametrize("device", DEVICES)
+def test_new_tensors_from_views(th, device):
+    src = _rand(3, 4, dtype=torch.float32, seed=16, device=device)
+    outs = [torch.empty(0, device=device) for _ in range(4)]
+    assert _fn(th, "new_views", device)(src, *outs) == 1
     for out, expected in zip(outs, [src[1], src[:, 1:3], src.t(), src.t().contiguous()], strict=True):
         assert torch.equal(out, expected)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize(
     "which, view",
     [
@@ -148,10 +183,10 @@ def test_new_tensors_from_views(th):
         (4, lambda s: s),
     ],
 )
-def test_in_place_views_are_seen_by_python(th, which, view):
-    src = _rand(3, 4, dtype=torch.float32, seed=17)
-    self = torch.empty(0)
-    assert th.inplace_view(self, src, which) == 1
+def test_in_place_views_are_seen_by_python(th, which, view, device):
+    src = _rand(3, 4, dtype=torch.float32, seed=17, device=device)
+    self = torch.empty(0, device=device)
+    assert _fn(th, "inplace_view", device)(self, src, which) == 1
     expected = view(src)
     assert self.shape == expected.shape and self.stride() == expected.stride()
     assert self.data_ptr() == expected.data_ptr()  # a view of src's memory, not a copy
@@ -159,37 +194,66 @@ def test_in_place_views_are_seen_by_python(th, which, view):
     assert torch.equal(self, view(src))
 
 
-def test_a_tensor_made_in_c_is_returned_through_an_argument(th):
-    out = torch.empty(0)
-    th.make_in_c(out, 2, 3, 7.0)
-    assert torch.equal(out, torch.full((2, 3), 7.0))
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_tensor_made_in_c_is_returned_through_an_argument(th, device):
+    out = torch.empty(0, device=device)
+    _fn(th, "make_in_c", device)(out, 2, 3, 7.0)
+    assert torch.equal(out, torch.full((2, 3), 7.0, device=device))
 
 
-def test_copy_between_shapes_and_reference_counts(th):
-    src = torch.arange(12, dtype=torch.int64).view(3, 4)
-    dst = torch.zeros(2, 6, dtype=torch.int64)
-    th.copy_between(dst, src)
+@pytest.mark.parametrize("device", DEVICES)
+def test_copy_between_shapes_and_reference_counts(th, device):
+    src = torch.arange(12, dtype=torch.int64, device=device).view(3, 4)
+    dst = torch.zeros(2, 6, dtype=torch.int64, device=device)
+    _fn(th, "copy_between", device)(dst, src)
     assert torch.equal(dst, src.reshape(2, 6))
 
 
-def test_no_handle_outlives_its_references(th):
+def test_copies_between_types(th):
+    long = torch.randint(-1000, 1000, (3, 5), generator=torch.Generator().manual_seed(18))
+    f, d, i = torch.empty(3, 5), torch.empty(15, dtype=torch.float64), torch.empty(5, 3, dtype=torch.int32)
+    th.copy_types(f, long, d, i)  # same number of elements, converted in order
+    assert torch.equal(f, long.float()) and torch.equal(d, long.double().flatten())
+    assert torch.equal(i, long.int().reshape(5, 3))
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_copies_between_types_and_devices(th):
+    long = torch.randint(-1000, 1000, (4, 6), generator=torch.Generator().manual_seed(19))
+    f, d = torch.empty(4, 6, device="cuda"), torch.empty(24, dtype=torch.float64, device="cuda")
+    back, again = torch.empty(4, 6), torch.full((4, 6), float("nan"), device="cuda")
+    th.copy_types_cuda(long, f, d, back, again)
+    assert torch.equal(f.cpu(), long.float()) and torch.equal(d.cpu(), long.double().flatten())
+    assert torch.equal(back, long.float()) and torch.equal(again.cpu(), long.float())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_no_handle_outlives_its_references(th, device):
     """10,000 calls that make, retain and free tensors and storages, and
     10,000 that borrow an argument's storage: nothing stays alive."""
     before = th.live_handles()
-    src, dst = torch.arange(4), torch.empty(4, dtype=torch.int64)
+    src, dst = torch.arange(4, device=device), torch.empty(4, dtype=torch.int64, device=device)
+    churn, has_storage, copy_between = (_fn(th, n, device) for n in ("churn", "has_storage", "copy_between"))
     for _ in range(10_000):
-        th.churn(1)
-        th.has_storage(torch.ones(2))
-        th.copy_between(dst, src)  # retains and frees an argument too
+        churn(1)
+        has_storage(torch.ones(2, device=device))
+        copy_between(dst, src)  # retains and frees an argument too
     assert th.live_handles() == before == 0
 
 
-def test_errors_name_the_function(th):
-    with pytest.raises(RuntimeError, match=r"THLongTensor_copy: sizes do not match: 3 and 12 elements"):
-        th.copy_between(torch.zeros(3, dtype=torch.int64), torch.zeros(3, 4, dtype=torch.int64))
+@pytest.mark.parametrize("device", DEVICES)
+def test_errors_name_the_function(th, device):
+    name = "THCudaLongTensor_copy" if device == "cuda" else "THLongTensor_copy"
+    before = th.live_handles()
+    with pytest.raises(RuntimeError, match=rf"{name}: sizes do not match: 3 and 12 elements"):
+        _fn(th, "copy_between", device)(
+            torch.zeros(3, dtype=torch.int64, device=device),
+            torch.zeros(3, 4, dtype=torch.int64, device=device),
+        )
     # the C code's own tensor, made before the error, is not freed: an error
     # leaves C without running its cleanup, as TH's did
-    assert th.live_handles() == 1
+    assert th.live_handles() == before + 1
 
 
 def test_rss_stays_flat_over_many_calls(th):
@@ -209,14 +273,18 @@ def _column_major(buf, rows, cols, ld):
     return buf[: ld * cols].view(cols, ld)[:, :rows].t()
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("transa, transb", [(0, 0), (1, 0), (0, 1), (1, 1)])
 @pytest.mark.parametrize("beta", [0.0, -0.5])
-def test_blas_gemm_column_major(th, transa, transb, beta):
+def test_blas_gemm_column_major(th, transa, transb, beta, device):
     m, n, k = 5, 4, 3
     lda, ldb, ldc = 7, 6, 8  # padded leading dimensions
     a_rows, a_cols = (k, m) if transa else (m, k)
     b_rows, b_cols = (n, k) if transb else (k, n)
-    a, b, c = _rand(lda * a_cols, seed=20), _rand(ldb * b_cols, seed=21), _rand(ldc * n, seed=22)
+    a, b, c = (
+        _rand(size, seed=seed, device=device)
+        for size, seed in [(lda * a_cols, 20), (ldb * b_cols, 21), (ldc * n, 22)]
+    )
     if beta == 0.0:
         _column_major(c, m, n, ldc).fill_(float("nan"))  # ignored, as BLAS does with beta 0
     op_a = _column_major(a, a_rows, a_cols, lda)
@@ -224,36 +292,83 @@ def test_blas_gemm_column_major(th, transa, transb, beta):
     op_a, op_b = (op_a.t() if transa else op_a), (op_b.t() if transb else op_b)
     before = c.clone()
     expected = 1.5 * op_a @ op_b + (beta * _column_major(before, m, n, ldc) if beta else 0)
-    th.blas_gemm(c, a, b, transa, transb, m, n, k, lda, ldb, ldc, 1.5, beta)
+    _fn(th, "blas_gemm", device)(c, a, b, transa, transb, m, n, k, lda, ldb, ldc, 1.5, beta)
     close(_column_major(c, m, n, ldc), expected)
     pad = _column_major(c, ldc, n, ldc)[m:]  # the padding rows stay as they were
     assert torch.equal(pad, _column_major(before, ldc, n, ldc)[m:])
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("trans", [0, 1])
-def test_blas_gemv_strided(th, trans):
+def test_blas_gemv_strided(th, trans, device):
     m, n, lda, incx, incy = 5, 3, 6, 2, 3
-    a = _rand(lda * n, dtype=torch.float32, seed=23)
+    a = _rand(lda * n, dtype=torch.float32, seed=23, device=device)
     len_x, len_y = (m, n) if trans else (n, m)
     x, y = (
-        _rand(len_x * incx, dtype=torch.float32, seed=24),
-        _rand(len_y * incy, dtype=torch.float32, seed=25),
+        _rand(len_x * incx, dtype=torch.float32, seed=24, device=device),
+        _rand(len_y * incy, dtype=torch.float32, seed=25, device=device),
     )
     op_a = _column_major(a, m, n, lda)
     op_a = op_a.t() if trans else op_a
     expected = 2.0 * op_a @ x[::incx] + 0.25 * y[::incy]
     before = y.clone()
-    th.blas_gemv(y, a, x, trans, m, n, lda, incx, incy, 2.0, 0.25)
+    _fn(th, "blas_gemv", device)(y, a, x, trans, m, n, lda, incx, incy, 2.0, 0.25)
     close(y[::incy], expected)
     mask = torch.ones_like(y, dtype=torch.bool)
     mask[::incy] = False
     assert torch.equal(y[mask], before[mask])
 
 
-def test_blas_rejects_a_bad_leading_dimension(th):
-    a = _rand(16, seed=26)
-    with pytest.raises(RuntimeError, match=r"THDoubleBlas_gemm: leading dimension 2 is less than the 4 rows"):
-        th.blas_gemm(a.clone(), a, a, 0, 0, 4, 2, 2, 2, 2, 4, 1.0, 0.0)
+@pytest.mark.parametrize("device", DEVICES)
+def test_blas_rejects_a_bad_leading_dimension(th, device):
+    a = _rand(16, seed=26, device=device)
+    name = "THCudaBlas_Dgemm" if device == "cuda" else "THDoubleBlas_gemm"
+    with pytest.raises(RuntimeError, match=rf"{name}: leading dimension 2 is less than the 4 rows"):
+        _fn(th, "blas_gemm", device)(a.clone(), a, a, 0, 0, 4, 2, 2, 2, 2, 4, 1.0, 0.0)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+@pytest.mark.parametrize("mode", [0, 1, 2], ids=["pointer-array", "strided", "pointers-unordered"])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_batched_gemm(th, mode, beta):
+    a = _rand(5, 3, 4, dtype=torch.float32, seed=27, device="cuda")
+    b = _rand(5, 4, 6, dtype=torch.float32, seed=28, device="cuda")
+    c = _rand(5, 3, 6, dtype=torch.float32, seed=29, device="cuda")
+    if beta == 0.0:
+        c.fill_(float("nan"))  # ignored with beta 0
+    expected = 2.0 * a @ b + (beta * c if beta else 0)
+    th.gemm_batched_cuda(c, a, b, mode, 2.0, beta)
+    close(c, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_hgemm(th):
+    a = _rand(33, 17, dtype=torch.float16, seed=30, device="cuda")
+    b = _rand(17, 9, dtype=torch.float16, seed=31, device="cuda")
+    c = torch.empty(0, dtype=torch.float16, device="cuda")
+    th.hgemm_cuda(c, a, b)
+    close(c, a @ b)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_devices_and_check_gpu(th):
+    a, b = torch.ones(2, device="cuda"), torch.ones(3, device="cuda")
+    info = torch.empty(0, dtype=torch.int64)
+    th.device_info_cuda(a, b, info)
+    current = torch.cuda.current_device()
+    assert info.tolist() == [a.device.index, 1, current, torch.cuda.device_count()]
+
+
+@pytest.mark.cuda
+@pytest.mark.multi_gpu
+def test_check_gpu_sees_a_tensor_on_another_device(th):
+    a, b = torch.ones(2, device="cuda:0"), torch.ones(2, device="cuda:1")
+    info = torch.empty(0, dtype=torch.int64)
+    th.device_info_cuda(a, b, info)
+    assert info.tolist()[:2] == [0, 0]
 
 
 # -- an im2col + GEMM convolution, as deformable-convolution extensions wrote it ------------
@@ -266,9 +381,13 @@ def conv(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
         ext = ffi.create_extension(
-            "conv", headers=[src / "conv.h"], sources=[src / "conv.c"], relative_to=str(root / "build.py"),
+            "conv",
+            headers=[src / "conv.h", *([src / "conv_cuda.h"] if CUDA else [])],
+            sources=[src / "conv.c", *([src / "conv_cuda.c", src / "conv_kernel.cu"] if CUDA else [])],
+            with_cuda=CUDA,
+            relative_to=str(root / "build.py"),
             verbose=False,
-        )  # fmt: skip
+        )
         package = ext.build()
     spec = importlib.util.spec_from_file_location("fixture_conv", package / "__init__.py")
     module = importlib.util.module_from_spec(spec)
@@ -286,30 +405,39 @@ def _conv_function(conv):
         def forward(self, input, weight):
             self.save_for_backward(input, weight)
             output = input.new()
-            conv.conv_forward(input, weight, output, self.pad, self.stride)
+            if input.is_cuda:
+                conv.conv_forward_cuda(input, weight, output, self.pad, self.stride)
+            else:
+                conv.conv_forward(input, weight, output, self.pad, self.stride)
             return output
 
         def backward(self, grad_output):
             input, weight = self.saved_tensors
             grad_input, grad_weight = input.new(), weight.new()
-            conv.conv_backward(input, weight, grad_output, grad_input, grad_weight, self.pad, self.stride)
+            args = (input, weight, grad_output, grad_input, grad_weight, self.pad, self.stride)
+            if input.is_cuda:
+                conv.conv_backward_cuda(*args)
+            else:
+                conv.conv_backward(*args)
             return grad_input, grad_weight
 
     return Conv2d
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("pad, stride", [(0, 1), (1, 1), (2, 2)])
-def test_im2col_gemm_convolution_equals_conv2d(conv, pad, stride):
-    x = _rand(2, 3, 9, 8, dtype=torch.float32, seed=30)
-    w = _rand(5, 3, 3, 3, dtype=torch.float32, seed=31)
+def test_im2col_gemm_convolution_equals_conv2d(conv, pad, stride, device):
+    x = _rand(2, 3, 9, 8, dtype=torch.float32, seed=30, device=device)
+    w = _rand(5, 3, 3, 3, dtype=torch.float32, seed=31, device=device)
     ours = [x.clone().requires_grad_(), w.clone().requires_grad_()]
     refs = [x.clone().requires_grad_(), w.clone().requires_grad_()]
-    out = _conv_function(conv)(pad, stride)(*ours)
-    expected = torch.nn.functional.conv2d(*refs, padding=pad, stride=stride)
-    close(out, expected, rtol=1e-4, atol=1e-4)
-    grad = _rand(*expected.shape, dtype=torch.float32, seed=32)
-    out.backward(grad)
-    expected.backward(grad)
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):  # the reference in full fp32
+        out = _conv_function(conv)(pad, stride)(*ours)
+        expected = torch.nn.functional.conv2d(*refs, padding=pad, stride=stride)
+        close(out, expected, rtol=1e-4, atol=1e-4)
+        grad = _rand(*expected.shape, dtype=torch.float32, seed=32, device=device)
+        out.backward(grad)
+        expected.backward(grad)
     for o, r in zip(ours, refs, strict=True):
         close(o.grad, r.grad, rtol=1e-4, atol=1e-4)
     assert conv.conv_live_handles() == 0  # every buffer, view and copy made in C was freed

@@ -436,9 +436,11 @@ class Extension:
             language="c++",
         )
 
-    def _units(self, build_dir: Path) -> list[Path]:
-        """Every source the build compiles, in the order of its objects."""
-        return [*self.sources, _HERE / "runtime" / "compat.cpp", build_dir / "ops.cpp"]
+    def _units(self, build_dir: Path, nvcc: bool = False) -> list[Path]:
+        """Every source the build compiles, in the order of its objects; with
+        ``nvcc`` (a CUDA build that compiles .cu files) the runtime's kernels too."""
+        kernels = [_HERE / "runtime" / "compat_cuda.cu"] if nvcc else []
+        return [*self.sources, _HERE / "runtime" / "compat.cpp", build_dir / "ops.cpp", *kernels]
 
     def _undefined_functions(self, output: str) -> str | None:
         """For a link that failed on undefined references: one message naming
@@ -498,7 +500,12 @@ class Extension:
         cflags = ["-std=gnu11", *common, *flags["c"], *self.extra_compile_args]
         # the extension's own extra_compile_args are for its sources, not for the op
         # wrappers and the TH runtime (a -std=c99 there would be a C++ warning)
-        own_cxxflags = ["-std=c++17", *common, *flags["cxx"]]
+        own_cxxflags = [
+            "-std=c++17",
+            *common,
+            *flags["cxx"],
+            *(["-DKFL_CUDA_KERNELS"] if self.with_cuda else []),
+        ]
         cxxflags = [*own_cxxflags, *self.extra_compile_args]
         ldflags = ["-shared", *flags["link"]]
         defines, includes = flags["defines"], flags["includes"]
@@ -539,7 +546,7 @@ class Extension:
             "",
         ]
         objects = []
-        for i, src in enumerate(self._units(build_dir)):
+        for i, src in enumerate(self._units(build_dir, nvcc=self.with_cuda)):
             rule = {".c": "cc", ".cu": "nvcc"}.get(src.suffix, "cxx" if i < len(self.sources) else "own_cxx")
             obj = f"obj/{i}_{src.stem}.o"
             objects.append(obj)

@@ -297,6 +297,85 @@ Tensor add_scaled(const Tensor& a, const Tensor& b, double alpha, const char* fn
   return Tensor(h);
 }
 
+#ifdef KFL_CUDA_KERNELS
+extern "C" cudaError_t kfl_cuda_axpy(int kind, void* r, const void* a, const void* b, double alpha,
+                                     double c, int64_t n, cudaStream_t stream);  // compat_cuda.cu
+#endif
+
+// r = a + alpha * b (b NULL: r = a + c) on the CPU, in T's own precision
+template <class T>
+void cpu_axpy(T* r, const T* a, const T* b, double alpha, double c, int64_t n) {
+  const T al = static_cast<T>(alpha), cc = static_cast<T>(c);
+  torch::stable::parallel_for(0, n, int64_t{1} << 15, [&](int64_t begin, int64_t end) {
+    if (b != nullptr)
+      for (int64_t i = begin; i < end; i++) r[i] = a[i] + al * b[i];
+    else
+      for (int64_t i = begin; i < end; i++) r[i] = a[i] + cc;
+  });
+}
+
+// r := t + alpha * src (src NULL: r := t + c) in one pass, r resized as t,
+// when every tensor is contiguous, of t's size, dtype and device: float or
+// double on the CPU, or any floating type on a CUDA device when the extension
+// has compat_cuda.cu. False (nothing done) otherwise, for the two-pass route
+// through torch's shims (whose add returns a new tensor to copy into r).
+bool one_pass_axpy(const void* r, const void* t, const void* src, double alpha, double c,
+                   const char* fn) {
+  int32_t dtype, device, index;
+  check(aoti_torch_get_dtype(handle(t), &dtype), fn);
+  check(aoti_torch_get_device_type(handle(t), &device), fn);
+  check(aoti_torch_get_device_index(handle(t), &index), fn);
+  const int32_t kinds[] = {aoti_torch_dtype_float32(), aoti_torch_dtype_float64(),
+                           aoti_torch_dtype_float16(), aoti_torch_dtype_bfloat16()};
+  int kind = -1;
+  for (int i = 0; i < 4; i++)
+    if (kinds[i] == dtype) kind = i;
+  const bool cpu = device == aoti_torch_device_type_cpu();
+#ifdef KFL_CUDA_KERNELS
+  const bool cuda = device == aoti_torch_device_type_cuda();
+#else
+  const bool cuda = false;
+#endif
+  if (kind < 0 || !(cuda || (cpu && kind < 2))) return false;
+  const auto same = [&](const void* x) {
+    int32_t x_dtype, x_device, x_index;
+    bool contiguous;
+    check(aoti_torch_get_dtype(handle(x), &x_dtype), fn);
+    check(aoti_torch_get_device_type(handle(x), &x_device), fn);
+    check(aoti_torch_get_device_index(handle(x), &x_index), fn);
+    check(aoti_torch_is_contiguous(handle(x), &contiguous), fn);
+    return x_dtype == dtype && x_device == device && x_index == index && contiguous &&
+           sizes(x) == sizes(t);
+  };
+  if (!same(t) || (src != nullptr && !same(src))) return false;
+  resize(const_cast<void*>(r), sizes(t), fn);
+  if (!same(r)) return false;
+  void *out, *a, *b = nullptr;
+  check(aoti_torch_get_data_ptr(handle(r), &out), fn);
+  check(aoti_torch_get_data_ptr(handle(t), &a), fn);
+  if (src != nullptr) check(aoti_torch_get_data_ptr(handle(src), &b), fn);
+  if (cpu) {
+    if (kind == 0)
+      cpu_axpy(static_cast<float*>(out), static_cast<const float*>(a), static_cast<const float*>(b),
+               alpha, c, numel(t));
+    else
+      cpu_axpy(static_cast<double*>(out), static_cast<const double*>(a),
+               static_cast<const double*>(b), alpha, c, numel(t));
+    return true;
+  }
+#ifdef KFL_CUDA_KERNELS
+  void* stream;
+  check(aoti_torch_get_current_cuda_stream(index, &stream), fn);
+  DeviceGuardHandle guard;
+  check(aoti_torch_create_device_guard(index, &guard), fn);
+  const cudaError_t err =
+      kfl_cuda_axpy(kind, out, a, b, alpha, c, numel(t), static_cast<cudaStream_t>(stream));
+  aoti_torch_delete_device_guard(guard);
+  kfl_thc_check(err, __FILE__, __LINE__);
+#endif
+  return true;
+}
+
 // r := r * beta + alpha * mat1 @ mat2, in place (floating types)
 void addmm_into(const void* r, const Tensor& mat1, const Tensor& mat2, double beta, double alpha,
                 const char* fn) {
@@ -343,32 +422,54 @@ bool transposed(char trans, const char* fn) {
 }
 
 // The stored column-major matrix (ld >= rows) as the row-major tensor of its
-// transpose: [cols, rows] with strides [ld, 1].
-Tensor column_major_t(void* data, int64_t rows, int64_t cols, int64_t ld, int32_t dtype, bool cuda,
-                      const char* fn) {
+// transpose: [cols, rows] with strides [ld, 1]; with batch >= 0, `batch` of
+// them `stride` elements apart: [batch, cols, rows].
+Tensor column_major_t(const void* data, int64_t rows, int64_t cols, int64_t ld, int32_t dtype,
+                      bool cuda, const char* fn, int64_t batch = -1, int64_t stride = 0) {
   if (ld < (rows > 1 ? rows : 1))
     throw std::runtime_error(std::string(fn) + ": leading dimension " + std::to_string(ld) +
                              " is less than the " + std::to_string(rows) + " rows");
-  return wrap(data, {cols, rows}, {ld, 1}, dtype, cuda, fn);
+  void* p = const_cast<void*>(data);
+  if (batch < 0) return wrap(p, {cols, rows}, {ld, 1}, dtype, cuda, fn);
+  return wrap(p, {batch, cols, rows}, {stride, ld, 1}, dtype, cuda, fn);
+}
+
+// r := beta r + alpha batch1 @ batch2, in place (floating types)
+void baddbmm_into(const Tensor& r, const Tensor& batch1, const Tensor& batch2, double beta,
+                  double alpha, const char* fn) {
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+  if (is_cuda(r)) {
+    check(aoti_torch_cuda_baddbmm_out(r.get(), r.get(), batch1.get(), batch2.get(), beta, alpha),
+          fn);
+    return;
+  }
+#endif
+  check(aoti_torch_cpu_baddbmm_out(r.get(), r.get(), batch1.get(), batch2.get(), beta, alpha), fn);
 }
 
 // C (m x n, column-major) = alpha op(A) op(B) + beta C, as BLAS's gemm: in
-// row-major terms C^T = alpha op(B)^T op(A)^T + beta C^T, one addmm.
-void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, double alpha, void* a,
-          int64_t lda, void* b, int64_t ldb, double beta, void* c, int64_t ldc, int32_t dtype,
-          bool cuda, const char* fn) {
-  if (m == 0 || n == 0) return;
+// row-major terms C^T = alpha op(B)^T op(A)^T + beta C^T, one addmm. With
+// batch >= 0, `batch` products at a + i * sa, b + i * sb, c + i * sc: one baddbmm.
+void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
+          int64_t lda, const void* b, int64_t ldb, double beta, void* c, int64_t ldc, int32_t dtype,
+          bool cuda, const char* fn, int64_t batch = -1, int64_t sa = 0, int64_t sb = 0,
+          int64_t sc = 0) {
+  if (m == 0 || n == 0 || batch == 0) return;
   const bool ta = transposed(transa, fn), tb = transposed(transb, fn);
+  const int d = batch < 0 ? 0 : 1;  // the first matrix dimension
   // op(A)^T: A stored m x k ('n') is [k, m] as stored-transpose; stored k x m ('t') is its
   // transpose
-  const Tensor a_t =
-      ta ? torch::stable::transpose(column_major_t(a, k, m, lda, dtype, cuda, fn), 0, 1)
-         : column_major_t(a, m, k, lda, dtype, cuda, fn);
-  const Tensor b_t =
-      tb ? torch::stable::transpose(column_major_t(b, n, k, ldb, dtype, cuda, fn), 0, 1)
-         : column_major_t(b, k, n, ldb, dtype, cuda, fn);
-  const Tensor c_t = column_major_t(c, m, n, ldc, dtype, cuda, fn);
-  addmm_into(c_t.get(), b_t, a_t, beta, alpha, fn);
+  const Tensor a_t = ta ? torch::stable::transpose(
+                              column_major_t(a, k, m, lda, dtype, cuda, fn, batch, sa), d, d + 1)
+                        : column_major_t(a, m, k, lda, dtype, cuda, fn, batch, sa);
+  const Tensor b_t = tb ? torch::stable::transpose(
+                              column_major_t(b, n, k, ldb, dtype, cuda, fn, batch, sb), d, d + 1)
+                        : column_major_t(b, k, n, ldb, dtype, cuda, fn, batch, sb);
+  const Tensor c_t = column_major_t(c, m, n, ldc, dtype, cuda, fn, batch, sc);
+  if (batch < 0)
+    addmm_into(c_t.get(), b_t, a_t, beta, alpha, fn);
+  else
+    baddbmm_into(c_t, b_t, a_t, beta, alpha, fn);
 }
 
 // y = alpha op(A) x + beta y, as BLAS's gemv (A m x n, column-major)
@@ -655,6 +756,7 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
 // TH's math of one floating handle type (TH/TH.h's TH_TENSOR_MATH_API).
 #define KFL_DEFINE_MATH_API(T, real, ...)                                                         \
   void T##_add(__VA_ARGS__ T* r, T* t, real value) {                                              \
+    if (one_pass_axpy(r, t, nullptr, 0.0, as_double(value), #T "_add")) return;                   \
     assign(r, add_scaled(borrow(t), scalar(value), 1.0, #T "_add"), #T "_add");                   \
   }                                                                                               \
   void T##_mul(__VA_ARGS__ T* r, T* t, real value) {                                              \
@@ -664,9 +766,11 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
     out_op("aten::div", r, {borrow(t), scalar(value)}, #T "_div");                                \
   }                                                                                               \
   void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src) {                                     \
+    if (one_pass_axpy(r, t, src, as_double(value), 0.0, #T "_cadd")) return;                      \
     assign(r, add_scaled(borrow(t), borrow(src), as_double(value), #T "_cadd"), #T "_cadd");      \
   }                                                                                               \
   void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src) {                                     \
+    if (one_pass_axpy(r, t, src, -as_double(value), 0.0, #T "_csub")) return;                     \
     assign(r, add_scaled(borrow(t), borrow(src), -as_double(value), #T "_csub"), #T "_csub");     \
   }                                                                                               \
   void T##_cmul(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
@@ -753,6 +857,14 @@ TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU)
 #define KFL_DEFINE_CPU_MATH(T, S, real, dtype) KFL_DEFINE_MATH_API(T, real, )
 TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_CPU_MATH)
 
+// Cross-type copies (TH.h's TH_COPY_FROM), and THC's (THC.h): all one copy.
+#define KFL_DEFINE_COPY_FROM(Name, Src, T, ...)        \
+  void T##_copy##Name(__VA_ARGS__ T* self, Src* src) { \
+    copy_into(self, src, #T "_copy" #Name);            \
+  }
+#define KFL_DEFINE_CPU_COPY(T, S, real, dtype) TH_FORALL_CPU_NAMES(KFL_DEFINE_COPY_FROM, T, )
+TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU_COPY)
+
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
 #define KFL_DEFINE_CUDA(T, S, real, dtype)    \
   KFL_DEFINE_TENSOR_API(T, real, THCState*, ) \
@@ -760,6 +872,38 @@ TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_CPU_MATH)
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA)
 #define KFL_DEFINE_CUDA_MATH(T, S, real, dtype) KFL_DEFINE_MATH_API(T, real, THCState*, )
 TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_MATH)
+
+#define KFL_DEFINE_COPY_FROM_CUDA(Name, Src, T, ...)       \
+  void T##_copyCuda##Name(__VA_ARGS__ T* self, Src* src) { \
+    copy_into(self, src, #T "_copyCuda" #Name);            \
+  }
+#define KFL_DEFINE_CUDA_COPY(T, S, real, dtype)                   \
+  TH_FORALL_CPU_NAMES(KFL_DEFINE_COPY_FROM, T, THCState*, )       \
+  TH_FORALL_CUDA_NAMES(KFL_DEFINE_COPY_FROM_CUDA, T, THCState*, ) \
+  void T##_copyIgnoringOverlaps(THCState*, T* self, T* src) {     \
+    copy_into(self, src, #T "_copyIgnoringOverlaps");             \
+  }
+TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_COPY)
+#define KFL_DEFINE_CPU_FROM_CUDA(T, S, real, dtype) \
+  TH_FORALL_CUDA_NAMES(KFL_DEFINE_COPY_FROM_CUDA, T, THCState*, )
+TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU_FROM_CUDA)
+#define KFL_DEFINE_PAIR_COPY(CPU, CUDA)                       \
+  void CUDA##_copyCPU(THCState*, CUDA* self, CPU* src) {      \
+    copy_into(self, src, #CUDA "_copyCPU");                   \
+  }                                                           \
+  void CUDA##_copyAsyncCPU(THCState*, CUDA* self, CPU* src) { \
+    copy_into(self, src, #CUDA "_copyAsyncCPU");              \
+  }                                                           \
+  void CPU##_copyCuda(THCState*, CPU* self, CUDA* src) {      \
+    copy_into(self, src, #CPU "_copyCuda");                   \
+  }                                                           \
+  void CPU##_copyAsyncCuda(THCState*, CPU* self, CUDA* src) { \
+    copy_into(self, src, #CPU "_copyAsyncCuda");              \
+  }                                                           \
+  void CUDA##_copyCuda(THCState*, CUDA* self, CUDA* src) {    \
+    copy_into(self, src, #CUDA "_copyCuda");                  \
+  }
+TH_FORALL_CPU_CUDA_PAIRS(KFL_DEFINE_PAIR_COPY)
 #endif
 
 }  // extern "C"
@@ -771,7 +915,48 @@ TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_MATH)
 struct THCState {};
 namespace {
 THCState the_state;
+
+// cuBLAS's pointer-array batch (the arrays in device memory): read back, then
+// one strided baddbmm when the matrices lie at equal distances, as they
+// mostly do, else one gemm each.
+void gemm_pointer_batched(char transa, char transb, int64_t m, int64_t n, int64_t k, double alpha,
+                          const void* const* a, int64_t lda, const void* const* b, int64_t ldb,
+                          double beta, void* const* c, int64_t ldc, int64_t batch, size_t elem_size,
+                          int32_t dtype, const char* fn) {
+  if (batch <= 0) return;
+  std::vector<const void*> ptrs(3 * static_cast<size_t>(batch));
+  int32_t device;
+  void* stream;
+  check(aoti_torch_get_current_device_index(&device), fn);
+  check(aoti_torch_get_current_cuda_stream(device, &stream), fn);
+  const size_t bytes = sizeof(void*) * static_cast<size_t>(batch);
+  const void* const* arrays[3] = {a, b, const_cast<const void* const*>(c)};
+  for (int i = 0; i < 3; i++)
+    kfl_thc_check(cudaMemcpyAsync(ptrs.data() + i * batch, arrays[i], bytes, cudaMemcpyDeviceToHost,
+                                  static_cast<cudaStream_t>(stream)),
+                  __FILE__, __LINE__);
+  kfl_thc_check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), __FILE__, __LINE__);
+  // the distance between consecutive matrices, in elements, or -1 when not one for all
+  auto stride_of = [&](int which) -> int64_t {
+    const auto* p = reinterpret_cast<const char* const*>(ptrs.data() + which * batch);
+    if (batch == 1) return 0;
+    const std::ptrdiff_t step = p[1] - p[0];
+    if (step < 0 || step % static_cast<std::ptrdiff_t>(elem_size) != 0) return -1;
+    for (int64_t i = 2; i < batch; i++)
+      if (p[i] - p[i - 1] != step) return -1;
+    return step / static_cast<std::ptrdiff_t>(elem_size);
+  };
+  const int64_t sa = stride_of(0), sb = stride_of(1), sc = stride_of(2);
+  if (sa >= 0 && sb >= 0 && sc > 0) {
+    gemm(transa, transb, m, n, k, alpha, ptrs[0], lda, ptrs[batch], ldb, beta,
+         const_cast<void*>(ptrs[2 * batch]), ldc, dtype, true, fn, batch, sa, sb, sc);
+    return;
+  }
+  for (int64_t i = 0; i < batch; i++)
+    gemm(transa, transb, m, n, k, alpha, ptrs[i], lda, ptrs[batch + i], ldb, beta,
+         const_cast<void*>(ptrs[2 * batch + i]), ldc, dtype, true, fn);
 }
+}  // namespace
 
 extern "C" {
 
@@ -853,6 +1038,45 @@ void THCudaBlas_Dgemm(THCState*, char transa, char transb, int64_t m, int64_t n,
                       double* c, int64_t ldc) {
   gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, aoti_torch_dtype_float64(),
        true, "THCudaBlas_Dgemm");
+}
+void THCudaBlas_Hgemm(THCState*, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                      THHalf alpha, THHalf* a, int64_t lda, THHalf* b, int64_t ldb, THHalf beta,
+                      THHalf* c, int64_t ldc) {
+  gemm(transa, transb, m, n, k, as_double(alpha), a, lda, b, ldb, as_double(beta), c, ldc,
+       aoti_torch_dtype_float16(), true, "THCudaBlas_Hgemm");
+}
+void THCudaBlas_SgemmStridedBatched(THCState*, char transa, char transb, int64_t m, int64_t n,
+                                    int64_t k, float alpha, const float* a, int64_t lda,
+                                    int64_t strideA, const float* b, int64_t ldb, int64_t strideB,
+                                    float beta, float* c, int64_t ldc, int64_t strideC,
+                                    int64_t batchCount) {
+  gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, aoti_torch_dtype_float32(),
+       true, "THCudaBlas_SgemmStridedBatched", batchCount, strideA, strideB, strideC);
+}
+void THCudaBlas_DgemmStridedBatched(THCState*, char transa, char transb, int64_t m, int64_t n,
+                                    int64_t k, double alpha, const double* a, int64_t lda,
+                                    int64_t strideA, const double* b, int64_t ldb, int64_t strideB,
+                                    double beta, double* c, int64_t ldc, int64_t strideC,
+                                    int64_t batchCount) {
+  gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, aoti_torch_dtype_float64(),
+       true, "THCudaBlas_DgemmStridedBatched", batchCount, strideA, strideB, strideC);
+}
+void THCudaBlas_SgemmBatched(THCState*, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                             float alpha, const float* a[], int64_t lda, const float* b[],
+                             int64_t ldb, float beta, float* c[], int64_t ldc, int64_t batchCount) {
+  gemm_pointer_batched(transa, transb, m, n, k, alpha, reinterpret_cast<const void* const*>(a), lda,
+                       reinterpret_cast<const void* const*>(b), ldb, beta,
+                       reinterpret_cast<void* const*>(c), ldc, batchCount, sizeof(float),
+                       aoti_torch_dtype_float32(), "THCudaBlas_SgemmBatched");
+}
+void THCudaBlas_DgemmBatched(THCState*, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                             double alpha, const double* a[], int64_t lda, const double* b[],
+                             int64_t ldb, double beta, double* c[], int64_t ldc,
+                             int64_t batchCount) {
+  gemm_pointer_batched(transa, transb, m, n, k, alpha, reinterpret_cast<const void* const*>(a), lda,
+                       reinterpret_cast<const void* const*>(b), ldb, beta,
+                       reinterpret_cast<void* const*>(c), ldc, batchCount, sizeof(double),
+                       aoti_torch_dtype_float64(), "THCudaBlas_DgemmBatched");
 }
 void THCudaBlas_Sgemv(THCState*, char trans, int64_t m, int64_t n, float alpha, float* a,
                       int64_t lda, float* x, int64_t incx, float beta, float* y, int64_t incy) {

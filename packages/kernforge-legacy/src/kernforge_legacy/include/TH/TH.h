@@ -67,6 +67,18 @@ long kfl_live_handles(void);
   X(THHalfTensor, THHalfStorage, THHalf, float16)     \
   X(THBFloat16Tensor, THBFloat16Storage, THBFloat16, bfloat16)
 #define TH_FORALL_CPU_TENSORS(X) TH_FORALL_CPU_INT_TENSORS(X) TH_FORALL_CPU_FLOAT_TENSORS(X)
+/* The same types by TH's short name, for the names of the cross-type copies
+ * (THFloatTensor_copyDouble): X(Name, handle type, the other arguments). */
+#define TH_FORALL_CPU_NAMES(X, ...)      \
+  X(Byte, THByteTensor, __VA_ARGS__)     \
+  X(Char, THCharTensor, __VA_ARGS__)     \
+  X(Short, THShortTensor, __VA_ARGS__)   \
+  X(Int, THIntTensor, __VA_ARGS__)       \
+  X(Long, THLongTensor, __VA_ARGS__)     \
+  X(Float, THFloatTensor, __VA_ARGS__)   \
+  X(Double, THDoubleTensor, __VA_ARGS__) \
+  X(Half, THHalfTensor, __VA_ARGS__)     \
+  X(BFloat16, THBFloat16Tensor, __VA_ARGS__)
 
 /* The API of one handle type T, each function taking the variadic
  * arguments first (nothing for TH, the THCState for THC). */
@@ -155,6 +167,15 @@ TH_FORALL_CPU_TENSORS(TH_CPU_TENSOR_API)
 #define TH_CPU_TENSOR_MATH_API(T, S, real, dtype) TH_TENSOR_MATH_API(T, real, )
 TH_FORALL_CPU_FLOAT_TENSORS(TH_CPU_TENSOR_MATH_API)
 #undef TH_CPU_TENSOR_MATH_API
+
+/* T_copy<Name>(self, src): src's elements, converted, into self (the same
+ * number of elements, in order), from a tensor of any type:
+ * THFloatTensor_copyDouble(THFloatTensor* self, THDoubleTensor* src). The
+ * trailing variadic arguments of TH_COPY_FROM are the leading parameters. */
+#define TH_COPY_FROM(Name, Src, T, ...) void T##_copy##Name(__VA_ARGS__ T* self, Src* src);
+#define TH_CPU_COPY_API(T, S, real, dtype) TH_FORALL_CPU_NAMES(TH_COPY_FROM, T, )
+TH_FORALL_CPU_TENSORS(TH_CPU_COPY_API)
+#undef TH_CPU_COPY_API
 
 /* TH's BLAS on raw column-major data, as Fortran BLAS takes it (trans: 'n',
  * 't' or 'c'; C = alpha op(A) op(B) + beta C, y = alpha op(A) x + beta y;

@@ -54,6 +54,17 @@ cudaError_t THCudaFree(THCState* state, void* ptr);
   X(THCudaHalfTensor, THCudaHalfStorage, THHalf, float16)     \
   X(THCudaBFloat16Tensor, THCudaBFloat16Storage, THBFloat16, bfloat16)
 #define TH_FORALL_CUDA_TENSORS(X) TH_FORALL_CUDA_INT_TENSORS(X) TH_FORALL_CUDA_FLOAT_TENSORS(X)
+/* by THC's short name (THCudaTensor is Float): X(Name, handle type, the other arguments) */
+#define TH_FORALL_CUDA_NAMES(X, ...)         \
+  X(Byte, THCudaByteTensor, __VA_ARGS__)     \
+  X(Char, THCudaCharTensor, __VA_ARGS__)     \
+  X(Short, THCudaShortTensor, __VA_ARGS__)   \
+  X(Int, THCudaIntTensor, __VA_ARGS__)       \
+  X(Long, THCudaLongTensor, __VA_ARGS__)     \
+  X(Float, THCudaTensor, __VA_ARGS__)        \
+  X(Double, THCudaDoubleTensor, __VA_ARGS__) \
+  X(Half, THCudaHalfTensor, __VA_ARGS__)     \
+  X(BFloat16, THCudaBFloat16Tensor, __VA_ARGS__)
 
 /* The device of a CUDA tensor; and checkGPU(state, n, t1, ..., tn): 1 when
  * the n tensors (of the type, NULL skipped) are all on the current device,
@@ -74,6 +85,45 @@ TH_FORALL_CUDA_TENSORS(TH_CUDA_TENSOR_API)
 TH_FORALL_CUDA_FLOAT_TENSORS(TH_CUDA_TENSOR_MATH_API)
 #undef TH_CUDA_TENSOR_MATH_API
 
+/* Copies between types and devices, as THC named them (each as T_copy in TH.h):
+ *   THCudaTensor_copyDouble(state, THCudaTensor*, THDoubleTensor*)        from the CPU
+ *   THCudaTensor_copyCudaDouble(state, THCudaTensor*, THCudaDoubleTensor*) between CUDA types
+ *   THDoubleTensor_copyCudaFloat(state, THDoubleTensor*, THCudaTensor*)    to the CPU
+ * and for one element type: THCudaTensor_copyCPU(state, THCudaTensor*, THFloatTensor*),
+ * THFloatTensor_copyCuda(state, THFloatTensor*, THCudaTensor*), their Async forms
+ * (ordered on the current stream like the others) and THCudaTensor_copyCuda. */
+#define THC_COPY_FROM_CUDA(Name, Src, T, ...) \
+  void T##_copyCuda##Name(__VA_ARGS__ T* self, Src* src);
+#define THC_CUDA_COPY_API(T, S, real, dtype)                     \
+  TH_FORALL_CPU_NAMES(TH_COPY_FROM, T, THCState* state, )        \
+  TH_FORALL_CUDA_NAMES(THC_COPY_FROM_CUDA, T, THCState* state, ) \
+  void T##_copyIgnoringOverlaps(THCState* state, T* self, T* src);
+TH_FORALL_CUDA_TENSORS(THC_CUDA_COPY_API)
+#undef THC_CUDA_COPY_API
+#define THC_CPU_COPY_API(T, S, real, dtype) \
+  TH_FORALL_CUDA_NAMES(THC_COPY_FROM_CUDA, T, THCState* state, )
+TH_FORALL_CPU_TENSORS(THC_CPU_COPY_API)
+#undef THC_CPU_COPY_API
+/* X(CPU type, its CUDA type) for the same-type forms */
+#define TH_FORALL_CPU_CUDA_PAIRS(X)     \
+  X(THByteTensor, THCudaByteTensor)     \
+  X(THCharTensor, THCudaCharTensor)     \
+  X(THShortTensor, THCudaShortTensor)   \
+  X(THIntTensor, THCudaIntTensor)       \
+  X(THLongTensor, THCudaLongTensor)     \
+  X(THFloatTensor, THCudaTensor)        \
+  X(THDoubleTensor, THCudaDoubleTensor) \
+  X(THHalfTensor, THCudaHalfTensor)     \
+  X(THBFloat16Tensor, THCudaBFloat16Tensor)
+#define THC_PAIR_COPY_API(CPU, CUDA)                               \
+  void CUDA##_copyCPU(THCState* state, CUDA* self, CPU* src);      \
+  void CUDA##_copyAsyncCPU(THCState* state, CUDA* self, CPU* src); \
+  void CPU##_copyCuda(THCState* state, CPU* self, CUDA* src);      \
+  void CPU##_copyAsyncCuda(THCState* state, CPU* self, CUDA* src); \
+  void CUDA##_copyCuda(THCState* state, CUDA* self, CUDA* src);
+TH_FORALL_CPU_CUDA_PAIRS(THC_PAIR_COPY_API)
+#undef THC_PAIR_COPY_API
+
 /* THC's BLAS on device pointers of the current device, on torch's cuBLAS
  * handle and current stream (through its matmul kernels): as TH's
  * THFloatBlas_gemm / _gemv, the state first. */
@@ -83,6 +133,30 @@ void THCudaBlas_Sgemm(THCState* state, char transa, char transb, int64_t m, int6
 void THCudaBlas_Dgemm(THCState* state, char transa, char transb, int64_t m, int64_t n, int64_t k,
                       double alpha, double* a, int64_t lda, double* b, int64_t ldb, double beta,
                       double* c, int64_t ldc);
+/* half precision (fp32 accumulation, as torch's): THHalf is CUDA's `half` bit for bit */
+void THCudaBlas_Hgemm(THCState* state, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                      THHalf alpha, THHalf* a, int64_t lda, THHalf* b, int64_t ldb, THHalf beta,
+                      THHalf* c, int64_t ldc);
+/* batchCount products: the matrices at a[i], b[i], c[i] (arrays of device
+ * pointers, in device memory, as cuBLAS takes them), or at a + i * strideA, ... */
+void THCudaBlas_SgemmBatched(THCState* state, char transa, char transb, int64_t m, int64_t n,
+                             int64_t k, float alpha, const float* a[], int64_t lda,
+                             const float* b[], int64_t ldb, float beta, float* c[], int64_t ldc,
+                             int64_t batchCount);
+void THCudaBlas_DgemmBatched(THCState* state, char transa, char transb, int64_t m, int64_t n,
+                             int64_t k, double alpha, const double* a[], int64_t lda,
+                             const double* b[], int64_t ldb, double beta, double* c[], int64_t ldc,
+                             int64_t batchCount);
+void THCudaBlas_SgemmStridedBatched(THCState* state, char transa, char transb, int64_t m, int64_t n,
+                                    int64_t k, float alpha, const float* a, int64_t lda,
+                                    int64_t strideA, const float* b, int64_t ldb, int64_t strideB,
+                                    float beta, float* c, int64_t ldc, int64_t strideC,
+                                    int64_t batchCount);
+void THCudaBlas_DgemmStridedBatched(THCState* state, char transa, char transb, int64_t m, int64_t n,
+                                    int64_t k, double alpha, const double* a, int64_t lda,
+                                    int64_t strideA, const double* b, int64_t ldb, int64_t strideB,
+                                    double beta, double* c, int64_t ldc, int64_t strideC,
+                                    int64_t batchCount);
 void THCudaBlas_Sgemv(THCState* state, char trans, int64_t m, int64_t n, float alpha, float* a,
                       int64_t lda, float* x, int64_t incx, float beta, float* y, int64_t incy);
 void THCudaBlas_Dgemv(THCState* state, char trans, int64_t m, int64_t n, double alpha, double* a,
