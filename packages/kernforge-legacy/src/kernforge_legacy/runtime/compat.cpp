@@ -186,6 +186,15 @@ Tensor scalar(Real v) {
   return Tensor(h);
 }
 
+// A 0-dim tensor of v with like's dtype and device, for the ops whose
+// tensor bounds must be on the operand's device (clamp).
+template <class Real>
+Tensor scalar_like(const Tensor& like, Real v) {
+  Tensor s = torch::stable::new_empty(like, {});
+  torch::stable::fill_(s, as_double(v));
+  return s;
+}
+
 [[maybe_unused]] bool is_cuda(const Tensor& t) {
   int32_t device;
   check(aoti_torch_get_device_type(t.get(), &device), "device");
@@ -789,10 +798,11 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
     out_op("aten::sqrt", r, {borrow(t)}, #T "_sqrt");                                             \
   }                                                                                               \
   void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value) {                        \
+    const Tensor self = borrow(t);                                                                \
     call("aten::clamp", "Tensor_out",                                                             \
-         {torch::stable::detail::from(borrow(t)),                                                 \
-          torch::stable::detail::from(std::optional<Tensor>(scalar(min_value))),                  \
-          torch::stable::detail::from(std::optional<Tensor>(scalar(max_value))),                  \
+         {torch::stable::detail::from(self),                                                      \
+          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, min_value))),       \
+          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, max_value))),       \
           torch::stable::detail::from(borrow(r))},                                                \
          #T "_clamp");                                                                            \
   }                                                                                               \
