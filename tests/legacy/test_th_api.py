@@ -107,6 +107,42 @@ def test_float_cadd_as_the_official_example_calls_it(th, device, n):
     assert buf[0].isnan()
 
 
+INT_MATH = {  # which -> the same in torch, of (a, b, value); division truncates as C's
+    0: lambda a, b, v: a + v,
+    1: lambda a, b, v: a * v,
+    2: lambda a, b, v: torch.div(a, v, rounding_mode="trunc"),
+    3: lambda a, b, v: a + v * b,
+    4: lambda a, b, v: a - v * b,
+    5: lambda a, b, v: a * b,
+    6: lambda a, b, v: torch.div(a, b, rounding_mode="trunc"),
+    7: lambda a, b, v: a.abs(),
+    8: lambda a, b, v: a.clamp(-v, v),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+@pytest.mark.parametrize("which", INT_MATH)
+def test_integer_math_matches_torch(th, which, layout, device):
+    gen = torch.Generator().manual_seed(40 + which)
+    a = torch.randint(-1000, 1000, (6, 5), generator=gen).to(device)
+    b = torch.randint(1, 50, (5, 6), generator=gen).to(device).t()  # no zero divisors
+    if layout == "contiguous":
+        b = b.contiguous()
+    b = b * torch.where(torch.rand(6, 5, generator=gen) < 0.5, -1, 1).to(device)  # negative quotients too
+    out = torch.full((3,), -7, dtype=torch.int64, device=device)  # wrong size, poisoned
+    assert _fn(th, "int_math_op", device)(out, a, b, which, 7) == 1
+    expected = INT_MATH[which](a, b, 7)
+    assert out.dtype == torch.int64 and torch.equal(out, expected)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("which, fn", [(0, torch.sum), (1, torch.max), (2, torch.min)])
+def test_integer_reductions_are_exact(th, which, fn, device):
+    a = torch.randint(-(2**40), 2**40, (50,), generator=torch.Generator().manual_seed(49)).to(device)
+    assert _fn(th, "int_reduce_op", device)(a, which) == fn(a).item()
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("which, fn", [(0, torch.sum), (1, torch.max), (2, torch.min)])
 def test_reductions(th, which, fn, device):
@@ -463,10 +499,11 @@ def test_coverage_table_reads_the_headers():
     assert len(rows) == len(how) == 4912  # the 2017 headers' functions, each once
     for name in ("THFloatTensor_cadd", "THCudaTensor_cadd", "THCudaBlas_Sgemm", "THCudaBlas_SgemmBatched",
                  "THCudaTensor_copyCudaDouble", "THDoubleTensor_copyCudaFloat", "THFloatStorage_fill",
-                 "THCState_getCurrentStreamOnDevice", "THLongTensor_newSelect"):  # fmt: skip
+                 "THCState_getCurrentStreamOnDevice", "THLongTensor_newSelect", "THIntTensor_cadd",
+                 "THCudaByteTensor_sumall"):  # fmt: skip
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
-    for name in ("THFloatTensor_addcmul", "THIntTensor_cadd", "THFloatTensor_conv2Dmv", "THCudaTensor_topk"):
+    for name in ("THFloatTensor_addcmul", "THIntTensor_cpow", "THFloatTensor_conv2Dmv", "THCudaTensor_topk"):
         assert how[name] is None, name
     page = _pages().render_th_coverage()
     provided = sum(h is not None for _, _, h in rows)

@@ -313,8 +313,18 @@ extern "C" cudaError_t kfl_cuda_axpy(int kind, void* r, const void* a, const voi
 
 // r = a + alpha * b (b NULL: r = a + c) on the CPU, in T's own precision
 template <class T>
-void cpu_axpy(T* r, const T* a, const T* b, double alpha, double c, int64_t n) {
-  const T al = static_cast<T>(alpha), cc = static_cast<T>(c);
+void cpu_axpy(void* out, const void* x, const void* y, double alpha, double c, int64_t n) {
+  T* r = static_cast<T*>(out);
+  const T *a = static_cast<const T*>(x), *b = static_cast<const T*>(y);
+  // integers through int64_t: a negative double converted straight to an
+  // unsigned type is undefined; through int64_t it wraps, as C's arithmetic
+  const auto as_t = [](double v) {
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(static_cast<int64_t>(v));
+    else
+      return static_cast<T>(v);
+  };
+  const T al = as_t(alpha), cc = as_t(c);
   torch::stable::parallel_for(0, n, int64_t{1} << 15, [&](int64_t begin, int64_t end) {
     if (b != nullptr)
       for (int64_t i = begin; i < end; i++) r[i] = a[i] + al * b[i];
@@ -334,10 +344,13 @@ bool one_pass_axpy(const void* r, const void* t, const void* src, double alpha, 
   check(aoti_torch_get_dtype(handle(t), &dtype), fn);
   check(aoti_torch_get_device_type(handle(t), &device), fn);
   check(aoti_torch_get_device_index(handle(t), &index), fn);
-  const int32_t kinds[] = {aoti_torch_dtype_float32(), aoti_torch_dtype_float64(),
-                           aoti_torch_dtype_float16(), aoti_torch_dtype_bfloat16()};
+  // the kinds of kfl_cuda_axpy; the CPU loop takes all but half and bfloat16
+  const int32_t kinds[] = {
+      aoti_torch_dtype_float32(),  aoti_torch_dtype_float64(), aoti_torch_dtype_float16(),
+      aoti_torch_dtype_bfloat16(), aoti_torch_dtype_uint8(),   aoti_torch_dtype_int8(),
+      aoti_torch_dtype_int16(),    aoti_torch_dtype_int32(),   aoti_torch_dtype_int64()};
   int kind = -1;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 9; i++)
     if (kinds[i] == dtype) kind = i;
   const bool cpu = device == aoti_torch_device_type_cpu();
 #ifdef KFL_CUDA_KERNELS
@@ -345,7 +358,7 @@ bool one_pass_axpy(const void* r, const void* t, const void* src, double alpha, 
 #else
   const bool cuda = false;
 #endif
-  if (kind < 0 || !(cuda || (cpu && kind < 2))) return false;
+  if (kind < 0 || !(cuda || (cpu && kind != 2 && kind != 3))) return false;
   const auto same = [&](const void* x) {
     int32_t x_dtype, x_device, x_index;
     bool contiguous;
@@ -364,12 +377,16 @@ bool one_pass_axpy(const void* r, const void* t, const void* src, double alpha, 
   check(aoti_torch_get_data_ptr(handle(t), &a), fn);
   if (src != nullptr) check(aoti_torch_get_data_ptr(handle(src), &b), fn);
   if (cpu) {
-    if (kind == 0)
-      cpu_axpy(static_cast<float*>(out), static_cast<const float*>(a), static_cast<const float*>(b),
-               alpha, c, numel(t));
-    else
-      cpu_axpy(static_cast<double*>(out), static_cast<const double*>(a),
-               static_cast<const double*>(b), alpha, c, numel(t));
+    const int64_t n = numel(t);
+    switch (kind) {
+      case 0: cpu_axpy<float>(out, a, b, alpha, c, n); break;
+      case 1: cpu_axpy<double>(out, a, b, alpha, c, n); break;
+      case 4: cpu_axpy<uint8_t>(out, a, b, alpha, c, n); break;
+      case 5: cpu_axpy<int8_t>(out, a, b, alpha, c, n); break;
+      case 6: cpu_axpy<int16_t>(out, a, b, alpha, c, n); break;
+      case 7: cpu_axpy<int32_t>(out, a, b, alpha, c, n); break;
+      default: cpu_axpy<int64_t>(out, a, b, alpha, c, n); break;
+    }
     return true;
   }
 #ifdef KFL_CUDA_KERNELS
@@ -513,6 +530,64 @@ double item(const Tensor& t, const char* fn) {
 template <class Real>
 Real reduce_all(const char* name, const void* t, const char* fn) {
   return from_double<Real>(item(call(name, "", {torch::stable::detail::from(borrow(t))}, fn), fn));
+}
+
+// TH's sumall: an int64_t for the integer types (exact), a double for the others
+template <class Acc>
+Acc sum_all(const void* t, const char* fn) {
+  const Tensor sum =
+      call("aten::sum", "",
+           {torch::stable::detail::from(borrow(t)), torch::stable::detail::from(std::nullopt)}, fn);
+  if constexpr (std::is_integral_v<Acc>) {
+    const Tensor as_long = torch::stable::to(sum, torch::headeronly::ScalarType::Long);
+    int64_t v;
+    check(aoti_torch_item_int64(as_long.get(), &v), fn);
+    return v;
+  } else {
+    return item(sum, fn);
+  }
+}
+
+// r := t / other: truncated for the integer types, as C divides them
+template <class Real>
+void div_op(const void* r, const Tensor& t, const Tensor& other, const char* fn) {
+  if constexpr (std::is_integral_v<Real>)
+    call("aten::div", "out_mode",
+         {torch::stable::detail::from(t), torch::stable::detail::from(other),
+          torch::stable::detail::from(std::optional<std::string>("trunc")),
+          torch::stable::detail::from(borrow(r))},
+         fn);
+  else
+    out_op("aten::div", r, {t, other}, fn);
+}
+
+// r := t + alpha * src (src NULL: r := t + c): TH's add, cadd and csub. One
+// pass where one_pass_axpy can; else torch's add into a new tensor, copied
+// into r. Integer tensors take the one pass over contiguous copies instead
+// (torch's add takes alpha only as a double, which it refuses for them).
+template <class Real>
+void axpy_op(const void* r, const void* t, const void* src, double alpha, double c,
+             const char* fn) {
+  if (one_pass_axpy(r, t, src, alpha, c, fn)) return;
+  const Tensor a = borrow(t);
+  if constexpr (std::is_integral_v<Real>) {
+    const Tensor ac = torch::stable::contiguous(a);
+    std::optional<Tensor> bc;
+    if (src != nullptr) bc = torch::stable::contiguous(borrow(src));
+    if (bc.has_value() && sizes(bc->get()) != sizes(t))
+      throw std::runtime_error(std::string(fn) + ": sizes do not match");
+    const Tensor out = torch::stable::empty_like(ac);
+    if (!one_pass_axpy(out.get(), ac.get(), bc.has_value() ? bc->get() : nullptr, alpha, c, fn))
+      throw std::runtime_error(std::string(fn) +
+                               ": integer math on CUDA needs the runtime's CUDA kernels, which "
+                               "ffi.build() and build_py compile (setup.py's Extension does not)");
+    assign(r, out, fn);
+  } else {
+    assign(
+        r,
+        src == nullptr ? add_scaled(a, scalar(c), 1.0, fn) : add_scaled(a, borrow(src), alpha, fn),
+        fn);
+  }
 }
 
 }  // namespace
@@ -762,79 +837,77 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
     release(self);                                                                               \
   }
 
-// TH's math of one floating handle type (TH/TH.h's TH_TENSOR_MATH_API).
-#define KFL_DEFINE_MATH_API(T, real, ...)                                                         \
-  void T##_add(__VA_ARGS__ T* r, T* t, real value) {                                              \
-    if (one_pass_axpy(r, t, nullptr, 0.0, as_double(value), #T "_add")) return;                   \
-    assign(r, add_scaled(borrow(t), scalar(value), 1.0, #T "_add"), #T "_add");                   \
-  }                                                                                               \
-  void T##_mul(__VA_ARGS__ T* r, T* t, real value) {                                              \
-    out_op("aten::mul", r, {borrow(t), scalar(value)}, #T "_mul");                                \
-  }                                                                                               \
-  void T##_div(__VA_ARGS__ T* r, T* t, real value) {                                              \
-    out_op("aten::div", r, {borrow(t), scalar(value)}, #T "_div");                                \
-  }                                                                                               \
-  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src) {                                     \
-    if (one_pass_axpy(r, t, src, as_double(value), 0.0, #T "_cadd")) return;                      \
-    assign(r, add_scaled(borrow(t), borrow(src), as_double(value), #T "_cadd"), #T "_cadd");      \
-  }                                                                                               \
-  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src) {                                     \
-    if (one_pass_axpy(r, t, src, -as_double(value), 0.0, #T "_csub")) return;                     \
-    assign(r, add_scaled(borrow(t), borrow(src), -as_double(value), #T "_csub"), #T "_csub");     \
-  }                                                                                               \
-  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
-    out_op("aten::mul", r, {borrow(t), borrow(src)}, #T "_cmul");                                 \
-  }                                                                                               \
-  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
-    out_op("aten::div", r, {borrow(t), borrow(src)}, #T "_cdiv");                                 \
-  }                                                                                               \
-  void T##_abs(__VA_ARGS__ T* r, T* t) {                                                          \
-    out_op("aten::abs", r, {borrow(t)}, #T "_abs");                                               \
-  }                                                                                               \
-  void T##_exp(__VA_ARGS__ T* r, T* t) {                                                          \
-    out_op("aten::exp", r, {borrow(t)}, #T "_exp");                                               \
-  }                                                                                               \
-  void T##_sqrt(__VA_ARGS__ T* r, T* t) {                                                         \
-    out_op("aten::sqrt", r, {borrow(t)}, #T "_sqrt");                                             \
-  }                                                                                               \
-  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value) {                        \
-    const Tensor self = borrow(t);                                                                \
-    call("aten::clamp", "Tensor_out",                                                             \
-         {torch::stable::detail::from(self),                                                      \
-          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, min_value))),       \
-          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, max_value))),       \
-          torch::stable::detail::from(borrow(r))},                                                \
-         #T "_clamp");                                                                            \
-  }                                                                                               \
-  double T##_sumall(__VA_ARGS__ T* t) {                                                           \
-    return item(                                                                                  \
-        call("aten::sum", "",                                                                     \
-             {torch::stable::detail::from(borrow(t)), torch::stable::detail::from(std::nullopt)}, \
-             #T "_sumall"),                                                                       \
-        #T "_sumall");                                                                            \
-  }                                                                                               \
-  real T##_maxall(__VA_ARGS__ T* t) {                                                             \
-    return reduce_all<real>("aten::max", t, #T "_maxall");                                        \
-  }                                                                                               \
-  real T##_minall(__VA_ARGS__ T* t) {                                                             \
-    return reduce_all<real>("aten::min", t, #T "_minall");                                        \
-  }                                                                                               \
-  double T##_dot(__VA_ARGS__ T* t, T* src) {                                                      \
-    return item(                                                                                  \
-        call("aten::dot", "",                                                                     \
-             {torch::stable::detail::from(borrow(t)), torch::stable::detail::from(borrow(src))},  \
-             #T "_dot"),                                                                          \
-        #T "_dot");                                                                               \
-  }                                                                                               \
-  void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2) {               \
-    if (r != t) assign(r, borrow(t), #T "_addmm");                                                \
-    addmm_into(r, borrow(mat1), borrow(mat2), as_double(beta), as_double(alpha), #T "_addmm");    \
-  }                                                                                               \
-  void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec) {                 \
-    assign(r,                                                                                     \
-           addmv_of(borrow(t), borrow(mat), borrow(vec), as_double(beta), as_double(alpha),       \
-                    #T "_addmv"),                                                                 \
-           #T "_addmv");                                                                          \
+// TH's math of every handle type T (TH/TH.h's TH_TENSOR_ARITH_API).
+#define KFL_DEFINE_ARITH_API(T, real, accreal, ...)                                         \
+  void T##_add(__VA_ARGS__ T* r, T* t, real value) {                                        \
+    axpy_op<real>(r, t, nullptr, 0.0, as_double(value), #T "_add");                         \
+  }                                                                                         \
+  void T##_mul(__VA_ARGS__ T* r, T* t, real value) {                                        \
+    const Tensor self = borrow(t);                                                          \
+    out_op("aten::mul", r, {self, scalar_like(self, value)}, #T "_mul");                    \
+  }                                                                                         \
+  void T##_div(__VA_ARGS__ T* r, T* t, real value) {                                        \
+    const Tensor self = borrow(t);                                                          \
+    div_op<real>(r, self, scalar_like(self, value), #T "_div");                             \
+  }                                                                                         \
+  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src) {                               \
+    axpy_op<real>(r, t, src, as_double(value), 0.0, #T "_cadd");                            \
+  }                                                                                         \
+  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src) {                               \
+    axpy_op<real>(r, t, src, -as_double(value), 0.0, #T "_csub");                           \
+  }                                                                                         \
+  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src) {                                           \
+    out_op("aten::mul", r, {borrow(t), borrow(src)}, #T "_cmul");                           \
+  }                                                                                         \
+  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src) {                                           \
+    div_op<real>(r, borrow(t), borrow(src), #T "_cdiv");                                    \
+  }                                                                                         \
+  void T##_abs(__VA_ARGS__ T* r, T* t) {                                                    \
+    out_op("aten::abs", r, {borrow(t)}, #T "_abs");                                         \
+  }                                                                                         \
+  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value) {                  \
+    const Tensor self = borrow(t);                                                          \
+    call("aten::clamp", "Tensor_out",                                                       \
+         {torch::stable::detail::from(self),                                                \
+          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, min_value))), \
+          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, max_value))), \
+          torch::stable::detail::from(borrow(r))},                                          \
+         #T "_clamp");                                                                      \
+  }                                                                                         \
+  accreal T##_sumall(__VA_ARGS__ T* t) {                                                    \
+    return sum_all<accreal>(t, #T "_sumall");                                               \
+  }                                                                                         \
+  real T##_maxall(__VA_ARGS__ T* t) {                                                       \
+    return reduce_all<real>("aten::max", t, #T "_maxall");                                  \
+  }                                                                                         \
+  real T##_minall(__VA_ARGS__ T* t) {                                                       \
+    return reduce_all<real>("aten::min", t, #T "_minall");                                  \
+  }
+
+// and of the floating types only (TH_TENSOR_FLOAT_MATH_API)
+#define KFL_DEFINE_FLOAT_MATH_API(T, real, ...)                                                  \
+  void T##_exp(__VA_ARGS__ T* r, T* t) {                                                         \
+    out_op("aten::exp", r, {borrow(t)}, #T "_exp");                                              \
+  }                                                                                              \
+  void T##_sqrt(__VA_ARGS__ T* r, T* t) {                                                        \
+    out_op("aten::sqrt", r, {borrow(t)}, #T "_sqrt");                                            \
+  }                                                                                              \
+  double T##_dot(__VA_ARGS__ T* t, T* src) {                                                     \
+    return item(                                                                                 \
+        call("aten::dot", "",                                                                    \
+             {torch::stable::detail::from(borrow(t)), torch::stable::detail::from(borrow(src))}, \
+             #T "_dot"),                                                                         \
+        #T "_dot");                                                                              \
+  }                                                                                              \
+  void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2) {              \
+    if (r != t) assign(r, borrow(t), #T "_addmm");                                               \
+    addmm_into(r, borrow(mat1), borrow(mat2), as_double(beta), as_double(alpha), #T "_addmm");   \
+  }                                                                                              \
+  void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec) {                \
+    assign(r,                                                                                    \
+           addmv_of(borrow(t), borrow(mat), borrow(vec), as_double(beta), as_double(alpha),      \
+                    #T "_addmv"),                                                                \
+           #T "_addmv");                                                                         \
   }
 
 void THFloatBlas_gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -864,8 +937,12 @@ void THDoubleBlas_gemv(char trans, int64_t m, int64_t n, double alpha, double* a
   KFL_DEFINE_TENSOR_API(T, real, )        \
   KFL_DEFINE_MEMORY_API(T, S, real, dtype, false, void, )
 TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU)
-#define KFL_DEFINE_CPU_MATH(T, S, real, dtype) KFL_DEFINE_MATH_API(T, real, )
-TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_CPU_MATH)
+#define KFL_DEFINE_CPU_INT_MATH(T, S, real, dtype) KFL_DEFINE_ARITH_API(T, real, int64_t, )
+TH_FORALL_CPU_INT_TENSORS(KFL_DEFINE_CPU_INT_MATH)
+#define KFL_DEFINE_CPU_FLOAT_MATH(T, S, real, dtype) \
+  KFL_DEFINE_ARITH_API(T, real, double, )            \
+  KFL_DEFINE_FLOAT_MATH_API(T, real, )
+TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_CPU_FLOAT_MATH)
 
 // Cross-type copies (TH.h's TH_COPY_FROM), and THC's (THC.h): all one copy.
 #define KFL_DEFINE_COPY_FROM(Name, Src, T, ...)        \
@@ -880,8 +957,13 @@ TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU_COPY)
   KFL_DEFINE_TENSOR_API(T, real, THCState*, ) \
   KFL_DEFINE_MEMORY_API(T, S, real, dtype, true, THCState*, THCState*, )
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA)
-#define KFL_DEFINE_CUDA_MATH(T, S, real, dtype) KFL_DEFINE_MATH_API(T, real, THCState*, )
-TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_MATH)
+#define KFL_DEFINE_CUDA_INT_MATH(T, S, real, dtype) \
+  KFL_DEFINE_ARITH_API(T, real, int64_t, THCState*, )
+TH_FORALL_CUDA_INT_TENSORS(KFL_DEFINE_CUDA_INT_MATH)
+#define KFL_DEFINE_CUDA_FLOAT_MATH(T, S, real, dtype) \
+  KFL_DEFINE_ARITH_API(T, real, double, THCState*, )  \
+  KFL_DEFINE_FLOAT_MATH_API(T, real, THCState*, )
+TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_FLOAT_MATH)
 
 #define KFL_DEFINE_COPY_FROM_CUDA(Name, Src, T, ...)       \
   void T##_copyCuda##Name(__VA_ARGS__ T* self, Src* src) { \

@@ -1,7 +1,7 @@
 // One-pass CUDA kernels for THC math that torch's C shims can only do in two
 // (their add returns a new tensor, which would then be copied into r):
-// r = a + alpha * b, or r = a + c, over contiguous tensors of one floating
-// type. Built
+// r = a + alpha * b, or r = a + c, over contiguous tensors of one type.
+// Built
 // with nvcc into extensions that create_extension(..., with_cuda=True).build()
 // compiles; compat.cpp falls back to the shims without it.
 #include <cuda_bf16.h>
@@ -9,11 +9,12 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace {
 
 template <class T>
-struct Math {  // float and double compute in their own type
+struct Math {  // float, double and the integer types compute in their own type
   using acc = T;
   static __device__ acc load(T v) { return v; }
   static __device__ T store(acc v) { return v; }
@@ -33,6 +34,16 @@ struct Math<__nv_bfloat16> {
 
 constexpr int kThreads = 256;
 
+// integers through int64_t: a negative double converted straight to an
+// unsigned type is undefined; through int64_t it wraps, as C's arithmetic
+template <class A>
+__device__ A to_acc(double v) {
+  if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<int64_t>(v));
+  else
+    return static_cast<A>(v);
+}
+
 // VEC elements per thread and step: 16-byte loads and stores when every
 // pointer is 16-byte aligned (VEC = 16 / sizeof(T)), else VEC = 1.
 template <class T, int VEC>
@@ -43,7 +54,7 @@ __global__ void axpy_kernel(T* __restrict__ r, const T* a, const T* b, double al
   struct alignas(sizeof(T) * VEC) Pack {
     T v[VEC];
   };
-  const acc al = static_cast<acc>(alpha), cc = static_cast<acc>(c);
+  const acc al = to_acc<acc>(alpha), cc = to_acc<acc>(c);
   const int64_t packs = n / VEC;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < packs;
@@ -98,7 +109,8 @@ cudaError_t launch(void* r, const void* a, const void* b, double alpha, double c
 }  // namespace
 
 // r = a + alpha * b elementwise (b NULL: r = a + c), n elements of
-// `kind` (0 float, 1 double, 2 half, 3 bfloat16), contiguous, on `stream`.
+// `kind` (0 float, 1 double, 2 half, 3 bfloat16, 4 uint8, 5 int8, 6 int16,
+// 7 int32, 8 int64), contiguous, on `stream`; integers wrap around as C's.
 extern "C" cudaError_t kfl_cuda_axpy(int kind, void* r, const void* a, const void* b, double alpha,
                                      double c, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
@@ -107,6 +119,11 @@ extern "C" cudaError_t kfl_cuda_axpy(int kind, void* r, const void* a, const voi
     case 1: return launch<double>(r, a, b, alpha, c, n, stream);
     case 2: return launch<__half>(r, a, b, alpha, c, n, stream);
     case 3: return launch<__nv_bfloat16>(r, a, b, alpha, c, n, stream);
+    case 4: return launch<uint8_t>(r, a, b, alpha, c, n, stream);
+    case 5: return launch<int8_t>(r, a, b, alpha, c, n, stream);
+    case 6: return launch<int16_t>(r, a, b, alpha, c, n, stream);
+    case 7: return launch<int32_t>(r, a, b, alpha, c, n, stream);
+    case 8: return launch<int64_t>(r, a, b, alpha, c, n, stream);
     default: return cudaErrorInvalidValue;
   }
 }

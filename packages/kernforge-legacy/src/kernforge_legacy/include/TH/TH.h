@@ -138,23 +138,27 @@ long kfl_live_handles(void);
   void S##_retain(__VA_ARGS__ S* self);                                                         \
   void S##_free(__VA_ARGS__ S* self);
 
-/* TH's math of a floating handle type T (accreal: double). r is resized to
- * the result's shape, as TH did; r may be one of the inputs. */
-#define TH_TENSOR_MATH_API(T, real, ...)                                           \
-  void T##_add(__VA_ARGS__ T* r, T* t, real value);                                \
-  void T##_mul(__VA_ARGS__ T* r, T* t, real value);                                \
-  void T##_div(__VA_ARGS__ T* r, T* t, real value);                                \
-  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src);                       \
-  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src);                       \
-  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src);                                   \
-  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src);                                   \
-  void T##_abs(__VA_ARGS__ T* r, T* t);                                            \
+/* TH's math of every handle type T (accreal, what sums return: int64_t for
+ * the integer types, double for the floating ones). r is resized to the
+ * result's shape, as TH did; r may be one of the inputs. Integer division
+ * truncates, as C's. */
+#define TH_TENSOR_ARITH_API(T, real, accreal, ...)                        \
+  void T##_add(__VA_ARGS__ T* r, T* t, real value);                       \
+  void T##_mul(__VA_ARGS__ T* r, T* t, real value);                       \
+  void T##_div(__VA_ARGS__ T* r, T* t, real value);                       \
+  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src);              \
+  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src);              \
+  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src);                          \
+  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src);                          \
+  void T##_abs(__VA_ARGS__ T* r, T* t);                                   \
+  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value); \
+  accreal T##_sumall(__VA_ARGS__ T* t);                                   \
+  real T##_maxall(__VA_ARGS__ T* t);                                      \
+  real T##_minall(__VA_ARGS__ T* t);
+/* and of the floating types only */
+#define TH_TENSOR_FLOAT_MATH_API(T, real, ...)                                     \
   void T##_exp(__VA_ARGS__ T* r, T* t);                                            \
   void T##_sqrt(__VA_ARGS__ T* r, T* t);                                           \
-  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value);          \
-  double T##_sumall(__VA_ARGS__ T* t);                                             \
-  real T##_maxall(__VA_ARGS__ T* t);                                               \
-  real T##_minall(__VA_ARGS__ T* t);                                               \
   double T##_dot(__VA_ARGS__ T* t, T* src);                                        \
   void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2); \
   void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec);
@@ -164,9 +168,14 @@ long kfl_live_handles(void);
   TH_TENSOR_MEMORY_API(T, S, real, void, )
 TH_FORALL_CPU_TENSORS(TH_CPU_TENSOR_API)
 #undef TH_CPU_TENSOR_API
-#define TH_CPU_TENSOR_MATH_API(T, S, real, dtype) TH_TENSOR_MATH_API(T, real, )
-TH_FORALL_CPU_FLOAT_TENSORS(TH_CPU_TENSOR_MATH_API)
-#undef TH_CPU_TENSOR_MATH_API
+#define TH_CPU_INT_MATH_API(T, S, real, dtype) TH_TENSOR_ARITH_API(T, real, int64_t, )
+TH_FORALL_CPU_INT_TENSORS(TH_CPU_INT_MATH_API)
+#undef TH_CPU_INT_MATH_API
+#define TH_CPU_FLOAT_MATH_API(T, S, real, dtype) \
+  TH_TENSOR_ARITH_API(T, real, double, )         \
+  TH_TENSOR_FLOAT_MATH_API(T, real, )
+TH_FORALL_CPU_FLOAT_TENSORS(TH_CPU_FLOAT_MATH_API)
+#undef TH_CPU_FLOAT_MATH_API
 
 /* T_copy<Name>(self, src): src's elements, converted, into self (the same
  * number of elements, in order), from a tensor of any type:

@@ -81,9 +81,15 @@ cudaError_t THCudaFree(THCState* state, void* ptr);
   THC_TENSOR_DEVICE_API(T)
 TH_FORALL_CUDA_TENSORS(TH_CUDA_TENSOR_API)
 #undef TH_CUDA_TENSOR_API
-#define TH_CUDA_TENSOR_MATH_API(T, S, real, dtype) TH_TENSOR_MATH_API(T, real, THCState* state, )
-TH_FORALL_CUDA_FLOAT_TENSORS(TH_CUDA_TENSOR_MATH_API)
-#undef TH_CUDA_TENSOR_MATH_API
+#define TH_CUDA_INT_MATH_API(T, S, real, dtype) \
+  TH_TENSOR_ARITH_API(T, real, int64_t, THCState* state, )
+TH_FORALL_CUDA_INT_TENSORS(TH_CUDA_INT_MATH_API)
+#undef TH_CUDA_INT_MATH_API
+#define TH_CUDA_FLOAT_MATH_API(T, S, real, dtype)         \
+  TH_TENSOR_ARITH_API(T, real, double, THCState* state, ) \
+  TH_TENSOR_FLOAT_MATH_API(T, real, THCState* state, )
+TH_FORALL_CUDA_FLOAT_TENSORS(TH_CUDA_FLOAT_MATH_API)
+#undef TH_CUDA_FLOAT_MATH_API
 
 /* Copies between types and devices, as THC named them (each as T_copy in TH.h):
  *   THCudaTensor_copyDouble(state, THCudaTensor*, THDoubleTensor*)        from the CPU
