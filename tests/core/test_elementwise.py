@@ -194,6 +194,20 @@ def test_backward_only_what_is_needed(device):
     assert torch.equal(y.grad, torch.ones_like(y))
 
 
+@pytest.mark.parametrize("shape", [(8, 5), (2, 3, 5), (5,)], ids=str)
+def test_bias_gradient_alone_runs_no_relu_backward(device, shape):
+    # Only the bias needs a gradient: its column sum, and no pass of the
+    # kernel that writes grad_x (the profiler sees no fused_relu_add_backward).
+    gen = torch.Generator().manual_seed(19)
+    x, y, grad = (random(shape, torch.float32, device, gen) for _ in range(3))
+    bias = random(shape[-1:], torch.float32, device, gen).requires_grad_()
+    out = kernforge.fused_relu_add(x, y, bias)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out.backward(grad)
+    assert not any("fused_relu_add_backward" in e.key for e in prof.key_averages())
+    close(bias.grad, grad.double().reshape(-1, shape[-1]).sum(0).float())
+
+
 # ----------------------------------------------------------------------------- opcheck, compile, graphs
 
 

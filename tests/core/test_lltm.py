@@ -30,6 +30,7 @@ SMALL_SIZES = [(1, 1, 1), (5, 7, 3), (16, 32, 128), (33, 40, 70)]
 # Past the fused path: by the product, by the batch, by the state. On the
 # CPU, (300, 8, 256) is three chunks of rows, the last one short.
 GEMM_SIZES = [(64, 256, 512), (2100, 3, 5), (2, 3, 700), (300, 8, 256)]
+ALL = [True] * 4  # lltm_backward's output_mask: every gradient (x, W, b, h)
 
 
 def _inputs(batch, features, state, dtype, gen, device="cpu"):
@@ -124,12 +125,67 @@ def test_backward_reads_strided_gradients_in_place(device, size):
         (random((state, batch), torch.float32, device, gen).T, wide[:1, :state].expand(batch, state)),
         (wide[:, :1].expand(batch, state), wide[0, 0].expand(batch, state)),
     ]:
-        got = torch.ops.kernforge.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates)
+        got = torch.ops.kernforge.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates, ALL)
         want = torch.ops.kernforge.lltm_backward(
-            grad_h.contiguous(), grad_c.contiguous(), x, W, h, c_new, gates
+            grad_h.contiguous(), grad_c.contiguous(), x, W, h, c_new, gates, ALL
         )
         for g, w in zip(got, want, strict=True):
             torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+MASKS = [[x, W, b, h] for x in (0, 1) for W in (0, 1) for b in (0, 1) for h in (0, 1)]
+
+
+@pytest.mark.parametrize("size", [(5, 7, 3), (33, 40, 70), (64, 256, 512), (0, 3, 4)], ids=str)
+def test_output_mask_computes_only_what_it_asks_for(device, size):
+    # Each mask's outputs equal the matching parts of the full backward's, and
+    # what it does not ask for is empty: [B, 0] columns of d_X, [0] d_W / d_b.
+    # Sizes: the small-problem kernel on CUDA (tile edges), then the GEMM path.
+    gen = torch.Generator().manual_seed(49)
+    x, W, b, h, c = _inputs(*size, torch.float32, gen, device)
+    batch, features, state = size
+    _, c_new, gates = torch.ops.kernforge.lltm_forward(x, W, b, h, c)
+    grad_h, grad_c = (random(c_new.shape, torch.float32, device, gen) for _ in range(2))
+    d_X, d_W, d_b, d_c = torch.ops.kernforge.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates, ALL)
+    for mask in MASKS:
+        need_x, need_W, need_b, need_h = map(bool, mask)
+        _poison(device, (batch, state + features), tuple(W.shape), (3 * state,), (batch, state))
+        got = torch.ops.kernforge.lltm_backward(
+            grad_h, grad_c, x, W, h, c_new, gates, [bool(m) for m in mask]
+        )
+        columns = [d_X[:, :state]] * need_h + [d_X[:, state:]] * need_x
+        want_X = torch.cat(columns, 1) if columns else d_X.new_empty((batch, 0))
+        tol = {"rtol": 1e-5, "atol": 1e-6}  # a GEMM over fewer columns may sum in another order
+        torch.testing.assert_close(got[0], want_X, **tol)
+        torch.testing.assert_close(got[1], d_W if need_W else W.new_empty((0,)), **tol)
+        torch.testing.assert_close(got[2], d_b if need_b else W.new_empty((0,)), **tol)
+        torch.testing.assert_close(got[3], d_c, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "needs", ["W b", "x", "h", "c", "x W b h c", "W", "b c"], ids=lambda n: n.replace(" ", "")
+)
+def test_gradients_only_where_needed(device, needs):
+    # Autograd asks only for the gradients of inputs that require them; those
+    # equal the reference's. On the GEMM path, the profiler counts the GEMMs
+    # the backward ran: one for d_X when x or h needs it, one for d_W.
+    gen = torch.Generator().manual_seed(51)
+    ins = _inputs(64, 256, 512, torch.float32, gen, device)
+    ours = [t.clone().requires_grad_(n in needs.split()) for n, t in zip("xWbhc", ins, strict=True)]
+    refs = [t.double().requires_grad_(o.requires_grad) for o, t in zip(ours, ins, strict=True)]
+    h, c = kernforge.lltm(*ours)
+    rh, rc = reference.lltm(*refs)
+    gh, gc = random(h.shape, torch.float32, device, gen), random(c.shape, torch.float32, device, gen)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        torch.autograd.backward((h, c), (gh, gc))
+    torch.autograd.backward((rh, rc), (gh.double(), gc.double()))
+    for name, o, r in zip("xWbhc", ours, refs, strict=True):
+        if o.requires_grad:
+            close(o.grad, r.grad.float(), **TOL[torch.float32])
+        else:
+            assert o.grad is None, name
+    gemms = sum(e.count for e in prof.key_averages() if e.key in ("aten::mm", "aten::addmm"))
+    assert gemms == ("x" in needs or "h" in needs) + ("W" in needs)
 
 
 @pytest.mark.parametrize("size", [(300, 8, 256), (8200, 2, 256)], ids=str)
@@ -145,10 +201,10 @@ def test_cpu_bias_gradient_is_the_same_for_any_thread_count(size):
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        one = torch.ops.kernforge.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates)
+        one = torch.ops.kernforge.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates, ALL)
     finally:
         torch.set_num_threads(threads)
-    several = torch.ops.kernforge.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates)
+    several = torch.ops.kernforge.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates, ALL)
     # d_b and d_c (MKL's GEMMs for d_X and d_W may split their sums by thread).
     for a, b in zip(one[2:], several[2:], strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
@@ -182,7 +238,11 @@ def test_opcheck(device, size):
     h_new, c_new, gates = torch.ops.kernforge.lltm_forward(x, W, b, h, c)
     torch.library.opcheck(
         torch.ops.kernforge.lltm_backward.default,
-        (torch.randn_like(h_new), torch.randn_like(c_new), x, W, h, c_new, gates),
+        (torch.randn_like(h_new), torch.randn_like(c_new), x, W, h, c_new, gates, ALL),
+    )
+    torch.library.opcheck(
+        torch.ops.kernforge.lltm_backward.default,
+        (torch.randn_like(h_new), torch.randn_like(c_new), x, W, h, c_new, gates, [False, True, False, True]),
     )
 
 
@@ -279,10 +339,23 @@ def test_bad_backward_input(device, name, change, message):
     args = {k: v.to(device) for k, v in (args | change).items()}
     expected = re.escape(f"kernforge::lltm_backward: {message}")
     with pytest.raises(RuntimeError, match=expected):
-        torch.ops.kernforge.lltm_backward(*args.values())
+        torch.ops.kernforge.lltm_backward(*args.values(), ALL)
     mode = FakeTensorMode()
     with mode, pytest.raises(RuntimeError, match=expected):
-        torch.ops.kernforge.lltm_backward(*[mode.from_tensor(a) for a in args.values()])
+        torch.ops.kernforge.lltm_backward(*[mode.from_tensor(a) for a in args.values()], ALL)
+
+
+@pytest.mark.parametrize("mask", [[True] * 3, [True] * 5], ids=["3", "5"])
+def test_bad_output_mask(device, mask):
+    args = [_t(2, 4), _t(2, 4), _t(2, 3), _t(12, 7), _t(2, 4), _t(2, 4), _t(2, 12)]
+    expected = re.escape(
+        f"kernforge::lltm_backward: output_mask must have 4 entries (x, W, b, h), got {len(mask)}"
+    )
+    with pytest.raises(RuntimeError, match=expected):
+        torch.ops.kernforge.lltm_backward(*[a.to(device) for a in args], mask)
+    mode = FakeTensorMode()
+    with mode, pytest.raises(RuntimeError, match=expected):
+        torch.ops.kernforge.lltm_backward(*[mode.from_tensor(a) for a in args], mask)
 
 
 def test_module_init_and_reference():

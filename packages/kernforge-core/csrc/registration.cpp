@@ -11,13 +11,15 @@ STABLE_TORCH_LIBRARY(kernforge, m) {
   m.def("fused_relu_add(Tensor x, Tensor y, Tensor? bias=None, float bias_scalar=0) -> Tensor");
   m.def("fused_relu_add_backward(Tensor grad, Tensor x, bool bias_grad) -> (Tensor, Tensor)");
   // lltm_forward returns (h', c', gates), gates the activated [i, o, z] kept
-  // for the backward; lltm_backward returns (d_X, d_W, d_b, d_c), d_X = [d_h, d_x]
-  // the gradient of X = [h, x] from one GEMM (outputs may not share storage).
+  // for the backward. lltm_backward computes what output_mask asks for, in the
+  // forward's order (x, W, b, h), and d_c always: (d_X, d_W, d_b, d_c), d_X
+  // the requested column blocks of [d_h, d_x] from one GEMM ([B, 0] for
+  // neither; outputs may not share storage), d_W and d_b [0] when not asked.
   m.def(
       "lltm_forward(Tensor x, Tensor W, Tensor b, Tensor h, Tensor c) -> (Tensor, Tensor, Tensor)");
   m.def(
       "lltm_backward(Tensor grad_h, Tensor grad_c, Tensor x, Tensor W, Tensor h, Tensor c_new, "
-      "Tensor gates) -> (Tensor, Tensor, Tensor, Tensor)");
+      "Tensor gates, bool[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor)");
 }
 
 // `import kernforge_core._C` loads this library, which registers the ops above;

@@ -162,7 +162,7 @@ void gates_forward(const LltmForward& p) {
   });
 }
 
-// d_gates and d_c, and d_b as the sum of the chunks' column sums, in chunk
+// d_gates and d_c, and d_b (where asked for) as the sum of the chunks' column sums, in chunk
 // order (no separate pass over d_gates).
 void gates_backward(const LltmBackward& p) {
   dispatch<Dtypes::Floating>(p.dtype, [&](auto tag) {
@@ -184,6 +184,7 @@ void gates_backward(const LltmBackward& p) {
                                    p.grad_c.inc,
                                    p.state};
     run_rows(ch, r);
+    if (!p.d_b.defined()) return;  // d_b not asked for
     for (int64_t c = 1; c < ch.count; ++c)
       for (int64_t j = 0; j < width; ++j) sums[j] += sums[c * width + j];
     auto* d_b = static_cast<scalar_t*>(p.d_b.data_ptr());

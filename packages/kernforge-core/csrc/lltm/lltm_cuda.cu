@@ -222,11 +222,13 @@ __global__ void __launch_bounds__(kTile* kRows) forward_small_kernel(SmallForwar
   a.h_new[row * S + s] = static_cast<scalar_t>(hn);
 }
 
+// d_X holds columns [k_lo, k_hi) of [d_h, d_x] (width k_hi - k_lo); d_W and
+// d_b are null where not asked for.
 template <class scalar_t>
 struct SmallBackward {
   const scalar_t *grad_h, *grad_c, *gates, *c_new, *x, *W, *h;
   scalar_t *d_X, *d_W, *d_b, *d_c;
-  int64_t ld_grad_h, inc_grad_h, ld_grad_c, inc_grad_c, B, F, S;
+  int64_t ld_grad_h, inc_grad_h, ld_grad_c, inc_grad_c, B, F, S, k_lo, k_hi;
 };
 
 // d_gates[b, j], j = g * S + s, recomputed from the saved gates wherever a
@@ -246,29 +248,29 @@ __device__ inline acc_t d_gate(const SmallBackward<scalar_t>& a, int64_t b, int6
 }
 
 // One launch, two kinds of block. The first w_blocks compute a 32 x 32 tile
-// of d_W = d_gates^T X (rows j, columns k), stepping over the batch 8 rows at
-// a time, and with it d_b = column sums of d_gates (the k = 0 tiles). The
-// others compute an 8 x 32 tile of d_X = d_gates W (rows b, columns k),
-// stepping over j, and the k = 0 tiles write d_c.
+// of d_W = d_gates^T X (rows j, columns k; w_k_tiles tiles along k), stepping
+// over the batch 8 rows at a time, and with it d_b = column sums of d_gates
+// (the k = 0 tiles); with d_W not asked for, only those. The others
+// (x_k_tiles along k, at least one) compute an 8 x 32 tile of d_X = d_gates W
+// (rows b, columns k in [k_lo, k_hi)), stepping over j, and the first tile of
+// each row block writes d_c.
 template <class scalar_t>
 __global__ void __launch_bounds__(kTile* kRows)
-    backward_small_kernel(SmallBackward<scalar_t> a, int64_t w_blocks) {
+    backward_small_kernel(SmallBackward<scalar_t> a, int64_t w_blocks, int64_t w_k_tiles,
+                          int64_t x_k_tiles) {
   using acc_t = opmath_t<scalar_t>;
   __shared__ acc_t dg_tile[kRows][kTile + 1];  // [b][j]
   __shared__ acc_t v_tile[kTile][kTile + 1];   // X rows [b][k] or W rows [j][k]
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t S = a.S, F = a.F, K = S + F, J = 3 * S;
-  const int64_t k_tiles = (K + kTile - 1) / kTile;
   const int64_t block = blockIdx.x;
-  const bool w_role = block < w_blocks;
-  const int64_t tile = w_role ? block : block - w_blocks;
-  const int64_t k0 = (tile % k_tiles) * kTile, k = k0 + tx;
   acc_t dc;
-  if (w_role) {
-    const int64_t j0 = (tile / k_tiles) * kTile;
+  if (block < w_blocks) {
+    const int64_t k0 = (block % w_k_tiles) * kTile, k = k0 + tx;
+    const int64_t j0 = (block / w_k_tiles) * kTile;
     constexpr int kPer = kTile / kRows;  // rows j of the tile per thread
     acc_t acc[kPer] = {}, bsum[kPer] = {};
-    const bool bias_tile = k0 == 0 && tx == 0;
+    const bool bias_tile = a.d_b && k0 == 0 && tx == 0;
     for (int64_t b0 = 0; b0 < a.B; b0 += kRows) {
       const int64_t b = b0 + ty, j = j0 + tx;
       dg_tile[ty][tx] = b < a.B && j < J ? d_gate(a, b, j, dc) : acc_t(0);
@@ -290,13 +292,16 @@ __global__ void __launch_bounds__(kTile* kRows)
     for (int r = 0; r < kPer; ++r) {
       const int64_t j = j0 + ty + r * kRows;
       if (j >= J) break;
-      if (k < K) a.d_W[j * K + k] = static_cast<scalar_t>(acc[r]);
+      if (a.d_W && k < K) a.d_W[j * K + k] = static_cast<scalar_t>(acc[r]);
       if (bias_tile) a.d_b[j] = static_cast<scalar_t>(bsum[r]);
     }
     return;
   }
-  const int64_t b = (tile / k_tiles) * kRows + ty;
-  const bool writes_dc = k0 == 0 && b < a.B;
+  const int64_t tile = block - w_blocks, width = a.k_hi - a.k_lo;
+  const int64_t k_off = (tile % x_k_tiles) * kTile + tx, k = a.k_lo + k_off;
+  const bool k_ok = k_off < width;
+  const int64_t b = (tile / x_k_tiles) * kRows + ty;
+  const bool writes_dc = tile % x_k_tiles == 0 && b < a.B;
   acc_t acc = 0;
   for (int64_t j0 = 0; j0 < J; j0 += kTile) {
     const int64_t j = j0 + tx;
@@ -306,17 +311,22 @@ __global__ void __launch_bounds__(kTile* kRows)
     } else {
       dg_tile[ty][tx] = 0;
     }
+    if (width > 0) {
 #pragma unroll
-    for (int r = 0; r < kTile / kRows; ++r) {
-      const int64_t jr = j0 + ty + r * kRows;
-      v_tile[ty + r * kRows][tx] = jr < J && k < K ? static_cast<acc_t>(a.W[jr * K + k]) : acc_t(0);
+      for (int r = 0; r < kTile / kRows; ++r) {
+        const int64_t jr = j0 + ty + r * kRows;
+        v_tile[ty + r * kRows][tx] =
+            jr < J && k_ok ? static_cast<acc_t>(a.W[jr * K + k]) : acc_t(0);
+      }
     }
     __syncthreads();
+    if (width > 0) {
 #pragma unroll 8
-    for (int jj = 0; jj < kTile; ++jj) acc += dg_tile[ty][jj] * v_tile[jj][tx];
+      for (int jj = 0; jj < kTile; ++jj) acc += dg_tile[ty][jj] * v_tile[jj][tx];
+    }
     __syncthreads();
   }
-  if (b < a.B && k < K) a.d_X[b * K + k] = static_cast<scalar_t>(acc);
+  if (b < a.B && k_ok) a.d_X[b * width + k_off] = static_cast<scalar_t>(acc);
 }
 
 template <class T>
@@ -364,24 +374,27 @@ std::tuple<Tensor, Tensor, Tensor> lltm_forward_cuda(const Tensor& x, const Tens
   return {h_new, c_new, gates};
 }
 
-std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward_cuda(const Tensor& grad_h,
-                                                              const Tensor& grad_c, const Tensor& x,
-                                                              const Tensor& W, const Tensor& h,
-                                                              const Tensor& c_new,
-                                                              const Tensor& gates) {
-  const ScalarType dtype = detail::check_lltm_backward(grad_h, grad_c, x, W, h, c_new, gates);
+std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward_cuda(
+    const Tensor& grad_h, const Tensor& grad_c, const Tensor& x, const Tensor& W, const Tensor& h,
+    const Tensor& c_new, const Tensor& gates, std::vector<bool> output_mask) {
+  const ScalarType dtype =
+      detail::check_lltm_backward(grad_h, grad_c, x, W, h, c_new, gates, output_mask);
+  const LltmGrads g = detail::grads(output_mask);
   cuda::Launcher::Guard guard(x);
   const int64_t batch = h.size(0), state = h.size(1), features = x.size(1);
   if (!small_problem(batch, features, state))
-    return lltm_backward_gemm<gates_backward>(grad_h, grad_c, x, W, h, c_new, gates, dtype);
+    return lltm_backward_gemm<gates_backward>(grad_h, grad_c, x, W, h, c_new, gates, g, dtype);
   const int64_t K = state + features, k_tiles = (K + kTile - 1) / kTile;
-  const Tensor d_X = empty(x, {batch, K});
-  const Tensor d_W = empty(x, {3 * state, K});
-  const Tensor d_b = empty(x, {3 * state});
+  const int64_t k_lo = g.lo(state), k_hi = std::max(k_lo, g.hi(state, K));
+  const Tensor d_X = empty(x, {batch, k_hi - k_lo});
+  const Tensor d_W = g.W ? empty(x, {3 * state, K}) : empty(x, {0});
+  const Tensor d_b = g.b ? empty(x, {3 * state}) : empty(x, {0});
   const Tensor d_c = empty(x, {batch, state});
-  // d_W and d_b are written (zeros) even for an empty batch; d_X needs rows.
-  const int64_t w_blocks = (3 * state + kTile - 1) / kTile * k_tiles;
-  const int64_t blocks = w_blocks + (batch + kRows - 1) / kRows * k_tiles;
+  // d_W and d_b are written (zeros) even for an empty batch.
+  const int64_t w_k_tiles = g.W ? k_tiles : 1;
+  const int64_t w_blocks = g.W || g.b ? (3 * state + kTile - 1) / kTile * w_k_tiles : 0;
+  const int64_t x_k_tiles = std::max<int64_t>(1, (k_hi - k_lo + kTile - 1) / kTile);
+  const int64_t blocks = w_blocks + (batch + kRows - 1) / kRows * x_k_tiles;
   if (blocks == 0) return {d_X, d_W, d_b, d_c};
   const RowView gh = detail::rows(grad_h), gc = detail::rows(grad_c);
   const Tensor gtc = detail::contiguous(gates), cnc = detail::contiguous(c_new),
@@ -396,8 +409,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward_cuda(const Tensor& grad
                                     ptr<scalar_t>(Wc),
                                     ptr<scalar_t>(hc),
                                     mut_ptr<scalar_t>(d_X),
-                                    mut_ptr<scalar_t>(d_W),
-                                    mut_ptr<scalar_t>(d_b),
+                                    g.W ? mut_ptr<scalar_t>(d_W) : nullptr,
+                                    g.b ? mut_ptr<scalar_t>(d_b) : nullptr,
                                     mut_ptr<scalar_t>(d_c),
                                     gh.ld,
                                     gh.inc,
@@ -405,9 +418,12 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward_cuda(const Tensor& grad
                                     gc.inc,
                                     batch,
                                     features,
-                                    state};
-    backward_small_kernel<scalar_t><<<static_cast<unsigned>(blocks), dim3(kTile, kRows), 0,
-                                      cuda::current_stream(x.get_device_index())>>>(a, w_blocks);
+                                    state,
+                                    k_lo,
+                                    k_hi};
+    backward_small_kernel<scalar_t>
+        <<<static_cast<unsigned>(blocks), dim3(kTile, kRows), 0,
+           cuda::current_stream(x.get_device_index())>>>(a, w_blocks, w_k_tiles, x_k_tiles);
     STD_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return {d_X, d_W, d_b, d_c};

@@ -128,9 +128,20 @@ struct RowView {
 // h'.sum() it is one value expanded to [B, S] (all strides 0).
 struct LltmBackward {
   RowView grad_h, grad_c;
-  Tensor gates, c_new, d_gates, d_c, d_b;
+  Tensor gates, c_new, d_gates, d_c, d_b;  // d_b undefined: not asked for
   int64_t batch, state;
   ScalarType dtype;
+};
+
+// The gradients a backward computes: lltm_backward's bool[4] output_mask, in
+// the forward's argument order (x, W, b, h). d_c always comes out: the pass
+// that makes it also makes d_gates, which every other gradient needs.
+struct LltmGrads {
+  bool x, W, b, h;
+
+  // The columns of W whose product with d_gates is d_X: [lo, hi) of [h, x].
+  int64_t lo(int64_t state) const { return h ? 0 : state; }
+  int64_t hi(int64_t state, int64_t width) const { return x ? width : state; }
 };
 
 namespace detail {
@@ -196,8 +207,12 @@ inline ScalarType check_lltm(const Tensor& x, const Tensor& W, const Tensor& b, 
 // W [3S, S+F], gates [B, 3S]; one dtype and device.
 inline ScalarType check_lltm_backward(const Tensor& grad_h, const Tensor& grad_c, const Tensor& x,
                                       const Tensor& W, const Tensor& h, const Tensor& c_new,
-                                      const Tensor& gates) {
+                                      const Tensor& gates, const std::vector<bool>& output_mask) {
   const char* op = "lltm_backward";
+  if (output_mask.size() != 4)
+    throw std::runtime_error(
+        "kernforge::lltm_backward: output_mask must have 4 entries (x, W, b, h), got " +
+        std::to_string(output_mask.size()));
   const ScalarType dtype =
       check_same(op, Dtypes::Floating,
                  {{"grad_h", &grad_h}, {"grad_c", &grad_c}, {"h", &h}, {"c_new", &c_new}});
@@ -212,6 +227,19 @@ inline ScalarType check_lltm_backward(const Tensor& grad_h, const Tensor& grad_c
              std::to_string(3 * state) + "]",
          {{"gates", &gates}, {"h", &h}});
   return dtype;
+}
+
+inline LltmGrads grads(const std::vector<bool>& mask) {
+  return {mask[0], mask[1], mask[2], mask[3]};
+}
+
+// d_X: d_gates times the columns of W that `g` asks for ([B, 0] for none).
+inline Tensor d_inputs(const Tensor& d_gates, const Tensor& W, LltmGrads g, int64_t state) {
+  const int64_t lo = g.lo(state), hi = g.hi(state, W.size(1));
+  if (lo >= hi) return empty(d_gates, {d_gates.size(0), 0});
+  if (lo == 0 && hi == W.size(1)) return torch::stable::matmul(d_gates, W);
+  Tensor columns = W;
+  return torch::stable::matmul(d_gates, torch::stable::narrow(columns, 1, lo, hi - lo));
 }
 
 }  // namespace detail
@@ -243,13 +271,13 @@ std::tuple<Tensor, Tensor, Tensor> lltm_forward_gemm(const Tensor& x, const Tens
 }
 
 // The backward through the pointwise pass `Gates` (d_gates, d_c, and d_b with
-// kGatesSumBias, else a sum over d_gates) and three GEMMs. Inputs already
-// checked. Returns (d_X, d_W, d_b, d_c); d_X = [d_h, d_x] is one GEMM
-// (d_gates @ W), the caller takes its column blocks.
+// kGatesSumBias, else a sum over d_gates) and a GEMM for each of d_X and d_W,
+// each only where `g` asks for it. Inputs already checked. Returns
+// (d_X, d_W, d_b, d_c) as lltm_backward's schema says.
 template <void (*Gates)(const LltmBackward&), bool kGatesSumBias = false>
 std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward_gemm(
     const Tensor& grad_h, const Tensor& grad_c, const Tensor& x, const Tensor& W, const Tensor& h,
-    const Tensor& c_new, const Tensor& gates, ScalarType dtype) {
+    const Tensor& c_new, const Tensor& gates, LltmGrads g, ScalarType dtype) {
   const int64_t batch = h.size(0), state = h.size(1);
   LltmBackward p{detail::rows(grad_h),
                  detail::rows(grad_c),
@@ -257,15 +285,19 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward_gemm(
                  detail::contiguous(c_new),
                  empty(x, {batch, 3 * state}),
                  empty(x, {batch, state}),
-                 kGatesSumBias ? empty(x, {3 * state}) : Tensor(),
+                 kGatesSumBias && g.b ? empty(x, {3 * state}) : Tensor(),
                  batch,
                  state,
                  dtype};
-  if (kGatesSumBias || batch * state > 0) Gates(p);
-  const Tensor X = detail::cat_columns(h, x);
-  Tensor d_X = torch::stable::matmul(p.d_gates, W);
-  Tensor d_W = torch::stable::matmul(torch::stable::transpose(p.d_gates, 0, 1), X);
-  if (!kGatesSumBias) p.d_b = torch::stable::sum(p.d_gates, std::vector<int64_t>{0});
+  if ((kGatesSumBias && g.b) || batch * state > 0) Gates(p);
+  const Tensor d_X = detail::d_inputs(p.d_gates, W, g, state);
+  const Tensor d_W = g.W ? torch::stable::matmul(torch::stable::transpose(p.d_gates, 0, 1),
+                                                 detail::cat_columns(h, x))
+                         : empty(x, {0});
+  if (!g.b)
+    p.d_b = empty(x, {0});
+  else if (!kGatesSumBias)
+    p.d_b = torch::stable::sum(p.d_gates, std::vector<int64_t>{0});
   return {d_X, d_W, p.d_b, p.d_c};
 }
 
@@ -282,10 +314,13 @@ template <class Launcher, void (*Gates)(const LltmBackward&), bool kGatesSumBias
 std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_backward(const Tensor& grad_h, const Tensor& grad_c,
                                                          const Tensor& x, const Tensor& W,
                                                          const Tensor& h, const Tensor& c_new,
-                                                         const Tensor& gates) {
-  const ScalarType dtype = detail::check_lltm_backward(grad_h, grad_c, x, W, h, c_new, gates);
+                                                         const Tensor& gates,
+                                                         std::vector<bool> output_mask) {
+  const ScalarType dtype =
+      detail::check_lltm_backward(grad_h, grad_c, x, W, h, c_new, gates, output_mask);
   typename Launcher::Guard guard(x);
-  return lltm_backward_gemm<Gates, kGatesSumBias>(grad_h, grad_c, x, W, h, c_new, gates, dtype);
+  return lltm_backward_gemm<Gates, kGatesSumBias>(grad_h, grad_c, x, W, h, c_new, gates,
+                                                  detail::grads(output_mask), dtype);
 }
 
 }  // namespace kernforge

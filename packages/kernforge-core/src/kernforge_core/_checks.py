@@ -109,10 +109,14 @@ def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> None:
         fail(op, f"b must be [3 * state] = [{3 * state}]", b=b, h=h)
 
 
-def lltm_backward(grad_h, grad_c, x, W, h, c_new, gates) -> None:
-    """grad_h, grad_c, h, c_new [B, S], x [B, F], W [3S, S+F], gates [B, 3S];
-    mirrors check_lltm_backward."""
+def lltm_backward(grad_h, grad_c, x, W, h, c_new, gates, output_mask) -> None:
+    """grad_h, grad_c, h, c_new [B, S], x [B, F], W [3S, S+F], gates [B, 3S],
+    4 mask entries; mirrors check_lltm_backward."""
     op = "lltm_backward"
+    if len(output_mask) != 4:
+        raise RuntimeError(
+            f"kernforge::{op}: output_mask must have 4 entries (x, W, b, h), got {len(output_mask)}"
+        )
     same(op, FLOATING, grad_h=grad_h, grad_c=grad_c, h=h, c_new=c_new)
     compatible(op, FLOATING, h=h, x=x, W=W, gates=gates)
     if h.dim() != 2 or x.dim() != 2 or x.shape[0] != h.shape[0]:

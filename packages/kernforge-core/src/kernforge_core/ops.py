@@ -284,8 +284,10 @@ def _fused_relu_add_setup(ctx, inputs, output):
 def _fused_relu_add_backward(ctx, grad):
     (x,) = ctx.saved_tensors
     grad_x = grad_bias = None
-    if ctx.needs_input_grad[0] or ctx.bias_grad:
+    if ctx.needs_input_grad[0]:
         grad_x, grad_bias = _ops.fused_relu_add_backward.default(grad, x, ctx.bias_grad)
+    elif ctx.bias_grad:  # the bias alone: a column sum, no pass writing grad_x
+        grad_bias = grad.sum(tuple(range(grad.dim() - 1))) if grad.dim() > 1 else grad.clone()
     return (
         grad_x if ctx.needs_input_grad[0] else None,
         grad if ctx.needs_input_grad[1] else None,
@@ -360,7 +362,10 @@ def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor,
             bfloat16 compute the gates in float32) and one device.
 
     Returns:
-        ``(h', c')``, each ``[B, S]``. Differentiable in every input.
+        ``(h', c')``, each ``[B, S]``. Differentiable in every input; the
+        backward computes only the gradients of the inputs that need them
+        (no d_x GEMM when neither x nor h does, only d_h's columns when x
+        does not, no d_W GEMM when W does not).
 
     Raises:
         RuntimeError: naming the argument, for wrong ranks or sizes, or mixed
@@ -391,25 +396,37 @@ def _lltm_setup(ctx, inputs, output):
 
 def _lltm_backward(ctx, grad_h, grad_c, _grad_gates):
     x, W, h, c_new, gates = ctx.saved_tensors
+    need_x, need_W, need_b, need_h, need_c = ctx.needs_input_grad
     if grad_h is None:
         grad_h = torch.zeros_like(c_new)
     if grad_c is None:
         grad_c = torch.zeros_like(c_new)
-    d_X, d_W, d_b, d_c = _ops.lltm_backward.default(grad_h, grad_c, x, W, h, c_new, gates)
-    state = h.shape[1]
-    return d_X[:, state:], d_W, d_b, d_X[:, :state], d_c
+    # Only the GEMMs whose gradients are asked for run: d_X holds the d_h and
+    # d_x column blocks that are.
+    d_X, d_W, d_b, d_c = _ops.lltm_backward.default(
+        grad_h, grad_c, x, W, h, c_new, gates, [need_x, need_W, need_b, need_h]
+    )
+    state = h.shape[1] if need_h else 0
+    return (
+        d_X[:, state:] if need_x else None,
+        d_W if need_W else None,
+        d_b if need_b else None,
+        d_X[:, :state] if need_h else None,
+        d_c if need_c else None,
+    )
 
 
 _register_autograd("lltm_forward", _lltm_backward, _lltm_setup)
 
 
 @torch.library.register_fake("kernforge::lltm_backward")
-def _(grad_h, grad_c, x, W, h, c_new, gates):
-    _checks.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates)
+def _(grad_h, grad_c, x, W, h, c_new, gates, output_mask):
+    _checks.lltm_backward(grad_h, grad_c, x, W, h, c_new, gates, output_mask)
+    need_x, need_W, need_b, need_h = output_mask
     batch, state = h.shape
     return (
-        x.new_empty((batch, state + x.shape[1])),
-        W.new_empty(W.shape),
-        W.new_empty(W.shape[:1]),
+        x.new_empty((batch, (state if need_h else 0) + (x.shape[1] if need_x else 0))),
+        W.new_empty(W.shape if need_W else (0,)),
+        W.new_empty(W.shape[:1] if need_b else (0,)),
         h.new_empty(h.shape),
     )
