@@ -107,7 +107,7 @@ struct Meta {
   }
 };
 
-// Checks that every tensor (at most 4) is dense, on one CPU or CUDA device,
+// Checks that every tensor (at most 6) is dense, on one CPU or CUDA device,
 // of one supported dtype, and, with `same_shape`, of one shape; returns that
 // dtype. The first tensor sets the reference.
 inline ScalarType check_compatible(const char* op, Dtypes allowed,
@@ -115,8 +115,9 @@ inline ScalarType check_compatible(const char* op, Dtypes allowed,
                                    bool same_shape = false) {
   static const int32_t kCpu = aoti_torch_device_type_cpu();
   static const int32_t kCuda = aoti_torch_device_type_cuda();
-  constexpr size_t kMax = 4;
-  if (args.size() > kMax) throw std::logic_error("kernforge: check_same takes at most 4 tensors");
+  constexpr size_t kMax = 6;
+  if (args.size() > kMax)
+    throw std::logic_error("kernforge: check_compatible takes at most 6 tensors");
   std::optional<Meta> meta[kMax];
   size_t i = 0;
   for (const auto& a : args) {

@@ -125,3 +125,67 @@ def lltm_backward(grad_h, grad_c, x, W, h, c_new, gates, output_mask) -> None:
     batch, state = h.shape
     if tuple(gates.shape) != (batch, 3 * state):
         fail(op, f"gates must be [batch, 3 * state] = [{batch}, {3 * state}]", gates=gates, h=h)
+
+
+def lltm_sequence(x, W, b, h0, c0, steps: bool = True) -> None:
+    """x [T, B, F] (T >= 1 with ``steps``), W [3S, S+F], b [3S], h0 and c0
+    [B, S]; mirrors seq::check."""
+    op = "lltm_sequence"
+    for name, t, want in (("x", x, 3), ("weight", W, 2), ("bias", b, 1), ("h0", h0, 2), ("c0", c0, 2)):
+        if t.dim() != want:
+            fail(op, f"{name} must be {want}-D", **{name: t})
+    compatible(op, FLOATING, x=x, weight=W, bias=b, h0=h0, c0=c0)
+    if steps and x.shape[0] == 0:
+        fail(op, "x must have at least one step", x=x)
+    _, batch, features = x.shape
+    state = h0.shape[1]
+    if h0.shape[0] != batch or tuple(c0.shape) != (batch, state):
+        fail(op, f"h0 and c0 must be [batch, hidden_size] = [{batch}, {state}]", x=x, h0=h0, c0=c0)
+    if tuple(W.shape) != (3 * state, state + features):
+        fail(
+            op,
+            f"weight must be [3 * hidden_size, hidden_size + input_size] = [{3 * state}, {state + features}]",
+            weight=W,
+            x=x,
+            h0=h0,
+        )
+    if b.shape[0] != 3 * state:
+        fail(op, f"bias must be [3 * hidden_size] = [{3 * state}]", bias=b, h0=h0)
+
+
+def lltm_sequence_backward(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask) -> None:
+    """The backward's arguments as the forward made them; mirrors seq::check_backward."""
+    op = "lltm_sequence_backward"
+    if len(output_mask) != 5:
+        entries = "5 entries (x, weight, bias, h0, c0)"
+        raise RuntimeError(f"kernforge::{op}: output_mask must have {entries}, got {len(output_mask)}")
+    compatible(op, FLOATING, x=x, weight=W, h0=h0, output=output, gates=gates)
+    if x.dim() != 3 or W.dim() != 2 or h0.dim() != 2 or x.shape[0] == 0:
+        fail(op, "expected x [T >= 1, B, F], weight [3S, S + F] and h0 [B, S]", x=x, weight=W, h0=h0)
+    steps, batch, features = x.shape
+    state = h0.shape[1]
+    if h0.shape[0] != batch or tuple(W.shape) != (3 * state, state + features):
+        fail(op, "weight and h0 do not match x", x=x, weight=W, h0=h0)
+    cell = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    if (
+        tuple(output.shape) != (steps, batch, state)
+        or tuple(gates.shape) != (steps, batch, 3 * state)
+        or tuple(cells.shape) != (steps, batch, state)
+        or cells.device != x.device
+        or cells.dtype != cell
+    ):
+        fail(
+            op,
+            "output, cells and gates must be the forward's ([T, B, S], [T, B, S], [T, B, 3S])",
+            output=output,
+            cells=cells,
+            gates=gates,
+        )
+    if grad_output is not None:
+        compatible(op, FLOATING, x=x, grad_output=grad_output)
+        if tuple(grad_output.shape) != (steps, batch, state):
+            fail(op, "grad_output must be [T, B, S]", grad_output=grad_output)
+    if grad_cn is not None:
+        compatible(op, FLOATING, x=x, grad_cn=grad_cn)
+        if tuple(grad_cn.shape) != (batch, state):
+            fail(op, "grad_cn must be [B, S]", grad_cn=grad_cn)

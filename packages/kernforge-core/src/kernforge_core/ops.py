@@ -430,3 +430,115 @@ def _(grad_h, grad_c, x, W, h, c_new, gates, output_mask):
         W.new_empty(W.shape[:1] if need_b else (0,)),
         h.new_empty(h.shape),
     )
+
+
+# ----------------------------------------------------------------------------- lltm_sequence
+
+
+def lltm_sequence(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor,
+    h0: Tensor | None = None,
+    c0: Tensor | None = None,
+    batch_first: bool = False,
+) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    """The LLTM cell (:func:`lltm`) run over a whole sequence in one call.
+
+    Args:
+        x: ``[T, B, F]`` inputs (``[B, T, F]`` with ``batch_first``).
+        weight: ``[3S, S + F]`` and bias: ``[3S]``, exactly as the cell's.
+        h0, c0: ``[B, S]`` initial hidden and cell state; zeros when None.
+        batch_first: x and output are ``[B, T, ...]``.
+
+        One floating dtype and one device for all. Half and bfloat16 run the
+        GEMMs in that dtype with float accumulation, and keep the cell state
+        in float between steps. Under autocast, the inputs are cast to the
+        autocast dtype first.
+
+    Returns:
+        ``(output, (h_n, c_n))``: output ``[T, B, S]`` (``[B, T, S]`` with
+        ``batch_first``), every step's h; h_n and c_n ``[B, S]``, the last
+        step's. T = 0 gives an empty output and ``(h0, c0)``.
+
+    Gradients flow to x, weight, bias, h0 and c0, each computed only when it
+    is needed. The input projection of all T steps is one GEMM; each step
+    runs the recurrent GEMM and one fused gate pass; the backward's d_x, d_W
+    and d_b are one GEMM or reduction each over all steps.
+
+    Raises:
+        RuntimeError: naming the argument, for wrong ranks or sizes, or mixed
+            dtypes or devices, before any kernel runs.
+        TypeError: naming the argument, for one that is not a tensor.
+    """
+    for name, t in (("x", x), ("weight", weight), ("bias", bias), ("h0", h0), ("c0", c0)):
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"kernforge::lltm_sequence: {name} must be a Tensor, got {type(t).__name__}")
+    if x.dim() != 3:
+        _checks.fail("lltm_sequence", "x must be 3-D", x=x)
+    if weight.dim() != 2 or weight.shape[0] % 3:
+        _checks.fail("lltm_sequence", "weight must be 2-D with 3 * hidden_size rows", weight=weight)
+    xs = x.transpose(0, 1) if batch_first else x
+    batch, state = xs.shape[1], weight.shape[0] // 3
+    if h0 is None:
+        h0 = xs.new_zeros((batch, state))
+    if c0 is None:
+        c0 = xs.new_zeros((batch, state))
+    if torch.is_autocast_enabled(xs.device.type):
+        dtype = torch.get_autocast_dtype(xs.device.type)
+        xs, weight, bias, h0, c0 = (t.to(dtype) for t in (xs, weight, bias, h0, c0))
+    if xs.shape[0] == 0:
+        _checks.lltm_sequence(xs, weight, bias, h0, c0, steps=False)
+        return xs.new_empty((0, batch, state)).transpose(0, 1) if batch_first else xs.new_empty(
+            (0, batch, state)
+        ), (h0, c0)
+    args = (xs, weight, bias, h0, c0)
+    if _needs_autograd("lltm_sequence", x=xs, weight=weight, bias=bias, h0=h0, c0=c0):
+        output, c_n, _, _ = _with_autograd("lltm_sequence_forward", *args)
+    else:
+        with _below_autograd():
+            output, c_n, _, _ = _ops.lltm_sequence_forward.default(*args)
+    h_n = output[-1]
+    return (output.transpose(0, 1) if batch_first else output), (h_n, c_n)
+
+
+def _cell_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+@torch.library.register_fake("kernforge::lltm_sequence_forward")
+def _(x, W, b, h0, c0):
+    _checks.lltm_sequence(x, W, b, h0, c0)
+    steps, batch, _ = x.shape
+    state = h0.shape[1]
+    return (
+        x.new_empty((steps, batch, state)),
+        x.new_empty((batch, state)),
+        x.new_empty((steps, batch, 3 * state)),
+        x.new_empty((steps, batch, state), dtype=_cell_dtype(x.dtype)),
+    )
+
+
+def _lltm_sequence_setup(ctx, inputs, output):
+    x, W, _, h0, _ = inputs
+    out, _, gates, cells = output
+    ctx.save_for_backward(x, W, h0, out, cells, gates)
+    ctx.set_materialize_grads(False)  # gates and cells never get a gradient
+
+
+def _lltm_sequence_backward(ctx, grad_output, grad_cn, _grad_gates, _grad_cells):
+    mask = list(ctx.needs_input_grad)
+    grads = _ops.lltm_sequence_backward.default(grad_output, grad_cn, *ctx.saved_tensors, mask)
+    return tuple(g if m else None for g, m in zip(grads, mask, strict=True))
+
+
+_register_autograd("lltm_sequence_forward", _lltm_sequence_backward, _lltm_sequence_setup)
+
+
+@torch.library.register_fake("kernforge::lltm_sequence_backward")
+def _(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask):
+    _checks.lltm_sequence_backward(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask)
+    steps, batch, features = x.shape
+    state = h0.shape[1]
+    shapes = ((steps, batch, features), tuple(W.shape), (3 * state,), (batch, state), (batch, state))
+    return tuple(x.new_empty(s if m else (0,)) for s, m in zip(shapes, output_mask, strict=True))

@@ -1,7 +1,7 @@
 """kernforge: fast custom PyTorch operators in C++ and CUDA.
 
 ``kernforge.mul``, ``kernforge.add``, ``kernforge.fused_relu_add``,
-``kernforge.lltm`` and ``kernforge.round_ste`` are the functional ops
+``kernforge.lltm``, ``kernforge.lltm_sequence`` and ``kernforge.round_ste`` are the functional ops
 (:mod:`kernforge.functional`); :mod:`kernforge.nn` has the modules and
 :mod:`kernforge.reference` the pure-PyTorch implementations.
 """
@@ -11,6 +11,7 @@ from .functional import (
     add,
     fused_relu_add,
     lltm,
+    lltm_sequence,
     mul,
     round_ste,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "functional",
     "fused_relu_add",
     "lltm",
+    "lltm_sequence",
     "mul",
     "nn",
     "reference",

@@ -39,6 +39,7 @@ mul = _impl.mul
 add = _impl.add
 fused_relu_add = _impl.fused_relu_add
 lltm = _impl.lltm
+lltm_sequence = _impl.lltm_sequence
 round_ste = _legacy.round_ste
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "add",
     "fused_relu_add",
     "lltm",
+    "lltm_sequence",
     "mul",
     "round_ste",
 ]

@@ -37,6 +37,28 @@ def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor,
     return torch.tanh(c_new) * o, c_new
 
 
+def lltm_sequence(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor,
+    h0: Tensor | None = None,
+    c0: Tensor | None = None,
+    batch_first: bool = False,
+) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    """The LLTM cell over a sequence in plain PyTorch, a loop over :func:`lltm`:
+    ``(output, (h_n, c_n))`` (see :func:`kernforge.functional.lltm_sequence`)."""
+    xs = x.transpose(0, 1) if batch_first else x
+    state = weight.shape[0] // 3
+    h = xs.new_zeros((xs.shape[1], state)) if h0 is None else h0
+    c = xs.new_zeros((xs.shape[1], state)) if c0 is None else c0
+    steps = []
+    for t in range(xs.shape[0]):
+        h, c = lltm(xs[t], weight, bias, h, c)
+        steps.append(h)
+    output = torch.stack(steps) if steps else xs.new_empty((0, xs.shape[1], state))
+    return (output.transpose(0, 1) if batch_first else output), (h, c)
+
+
 def round_ste(x: Tensor) -> Tensor:
     """``(x >= 0.5)`` in ``x``'s dtype, with the gradient passed straight through."""
     hard = (x >= 0.5).to(x.dtype)

@@ -1,0 +1,98 @@
+// The LLTM sequence on CUDA: the driver of lltm_sequence_math.h with cuBLAS
+// GEMMs (torch's addmm into views, through the C shim) and, per step, one
+// forward gate kernel (below) or the cell's backward gate kernel
+// (lltm/lltm_cuda_gates.cuh).
+#include <torch/csrc/inductor/aoti_torch/generated/c_shim_cuda.h>
+#include <torch/csrc/stable/library.h>
+
+#include <algorithm>
+
+#include "common/cuda_utils.cuh"
+#include "common/dispatch.h"
+#include "common/elementwise_cuda.cuh"
+#include "lltm/lltm_cuda_gates.cuh"
+#include "lltm_sequence/lltm_sequence_math.h"
+
+namespace kernforge {
+namespace {
+
+using cuda_lltm::kThreads;
+
+// One step's gates from pre [B, 3S] in rows (the step's slice of the input
+// projection plus its recurrent GEMM): thread (s, b) over a grid of
+// (ceil(S / kThreads), rows); reads and writes are coalesced along s.
+template <class scalar_t, class cell_t>
+__global__ void __launch_bounds__(kThreads)
+    step_forward_kernel(const scalar_t* __restrict__ pre, const scalar_t* __restrict__ bias,
+                        const cell_t* __restrict__ c_prev, scalar_t* __restrict__ gates,
+                        cell_t* __restrict__ c, scalar_t* __restrict__ h, int64_t batch,
+                        int64_t S) {
+  using acc_t = opmath_t<scalar_t>;
+  const int64_t s = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= S) return;
+  const acc_t b0 = static_cast<acc_t>(bias[s]), b1 = static_cast<acc_t>(bias[S + s]),
+              b2 = static_cast<acc_t>(bias[2 * S + s]);
+  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
+    const scalar_t* p = pre + b * 3 * S;
+    acc_t i, o, z, cn, hn;
+    lltm_cell_forward<acc_t>(static_cast<acc_t>(p[s]) + b0, static_cast<acc_t>(p[S + s]) + b1,
+                             static_cast<acc_t>(p[2 * S + s]) + b2,
+                             static_cast<acc_t>(c_prev[b * S + s]), i, o, z, cn, hn);
+    scalar_t* g = gates + b * 3 * S;
+    g[s] = static_cast<scalar_t>(i);
+    g[S + s] = static_cast<scalar_t>(o);
+    g[2 * S + s] = static_cast<scalar_t>(z);
+    c[b * S + s] = static_cast<cell_t>(cn);
+    h[b * S + s] = static_cast<scalar_t>(hn);
+  }
+}
+
+struct CudaSequence {
+  using Guard = cuda::Launcher::Guard;
+
+  static void addmm(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b,
+                    double beta) {
+    if (aoti_torch_cuda_addmm_out(out.get(), self.get(), a.get(), b.get(), beta, 1.0) !=
+        AOTI_TORCH_SUCCESS)
+      throw std::runtime_error("kernforge::lltm_sequence: addmm failed");
+  }
+
+  static void step(const SeqStep& p) {
+    dispatch<Dtypes::Floating>(p.dtype, [&](auto tag) {
+      using scalar_t = typename decltype(tag)::type;
+      using cell_t = opmath_t<scalar_t>;
+      constexpr auto kernel = step_forward_kernel<scalar_t, cell_t>;
+      kernel<<<cuda_lltm::pointwise_grid<kernel>(p.batch, p.state, p.device), kThreads, 0,
+               cuda::current_stream(p.device)>>>(
+          static_cast<const scalar_t*>(p.pre), static_cast<const scalar_t*>(p.bias),
+          static_cast<const cell_t*>(p.c_prev), static_cast<scalar_t*>(p.gates),
+          static_cast<cell_t*>(p.c), static_cast<scalar_t*>(p.h), p.batch, p.state);
+      STD_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  }
+
+  static void step_backward(const SeqStepBackward& p) {
+    dispatch<Dtypes::Floating>(p.dtype, [&](auto tag) {
+      using scalar_t = typename decltype(tag)::type;
+      using cell_t = opmath_t<scalar_t>;
+      constexpr auto kernel = cuda_lltm::gates_backward_kernel<scalar_t, cell_t>;
+      kernel<<<cuda_lltm::pointwise_grid<kernel>(p.batch, p.state, p.device), kThreads, 0,
+               cuda::current_stream(p.device)>>>(
+          static_cast<const scalar_t*>(p.grad_h), static_cast<const cell_t*>(p.grad_c),
+          static_cast<const scalar_t*>(p.gates), static_cast<const cell_t*>(p.c),
+          static_cast<scalar_t*>(p.d_gates), static_cast<cell_t*>(p.d_c), p.ld_grad_h,
+          p.ld_grad_h ? 1 : 0, p.ld_grad_c, p.ld_grad_c ? 1 : 0, p.batch, p.state);
+      STD_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  }
+};
+
+}  // namespace
+}  // namespace kernforge
+
+STABLE_TORCH_LIBRARY_IMPL(kernforge, CUDA, m) {
+  m.impl("lltm_sequence_forward",
+         TORCH_BOX(&kernforge::lltm_sequence_forward<kernforge::CudaSequence>));
+  m.impl("lltm_sequence_backward",
+         TORCH_BOX(&kernforge::lltm_sequence_backward<kernforge::CudaSequence>));
+}

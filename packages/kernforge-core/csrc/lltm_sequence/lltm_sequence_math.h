@@ -1,0 +1,292 @@
+// The LLTM cell run over a whole sequence (lltm_sequence_forward /
+// lltm_sequence_backward): the backend-generic driver around the backend's
+// GEMMs and per-step gate passes. With W = [W_h, W_x] (columns S and F):
+//   P = x W_x^T                                one GEMM over all T steps
+//   pre_t = P_t + h_{t-1} W_h^T                per step, an addmm into P_t
+//   gates_t, c_t, h_t = cell(pre_t + b, c_{t-1})     per step, one gate pass
+// and in reverse for the backward:
+//   d_gates_t, d_c = cell'(g_t, d_c; gates_t, c_t)   per step, one gate pass
+//   g_{t-1} = grad_output_{t-1} + d_gates_t W_h      per step, an addmm
+//   d_x = d_gates W_x, d_W = d_gates^T [h_{t-1}, x_t], d_b = sum(d_gates)
+// the last three one GEMM or reduction each over all T * B rows.
+// Half and bfloat16 sequences keep their cell state in float (`cells`).
+#pragma once
+
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch/csrc/stable/ops.h>
+
+#include <array>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/alloc.h"
+#include "common/checks.h"
+#include "lltm/lltm_math.h"
+
+namespace kernforge {
+
+// One forward step's gate pass, all rows contiguous: pre [B, 3S] (x W_x^T +
+// h W_h^T, without the bias), bias [3S], c_prev [B, S] -> gates [B, 3S]
+// (activated), c [B, S], h [B, S]. c_prev and c are of the cell type.
+struct SeqStep {
+  const void *pre, *bias, *c_prev;
+  void *gates, *c, *h;
+  int64_t batch, state;
+  ScalarType dtype;
+  int32_t device;
+};
+
+// One backward step's gate pass: grad_h and grad_c [B, S], rows ld apart
+// (ld 0: one value, a zero, for every element), gates and c of the step ->
+// d_gates [B, 3S] and d_c [B, S] (a buffer other than grad_c). grad_c, c
+// and d_c are of the cell type.
+struct SeqStepBackward {
+  const void *grad_h, *grad_c;
+  int64_t ld_grad_h, ld_grad_c;
+  const void *gates, *c;
+  void *d_gates, *d_c;
+  int64_t batch, state;
+  ScalarType dtype;
+  int32_t device;
+};
+
+// The cell state's dtype: float for half and bfloat16, else the dtype.
+inline ScalarType cell_dtype(ScalarType t) {
+  return t == ScalarType::Half || t == ScalarType::BFloat16 ? ScalarType::Float : t;
+}
+
+namespace seq {
+
+// A view of `base` (no dispatcher call): sizes and strides in elements.
+inline Tensor view(const Tensor& base, int64_t offset, std::array<int64_t, 2> sizes,
+                   std::array<int64_t, 2> strides) {
+  AtenTensorHandle out = nullptr;
+  if (aoti_torch__reinterpret_tensor(base.get(), 2, sizes.data(), strides.data(),
+                                     base.storage_offset() + offset, &out) != AOTI_TORCH_SUCCESS)
+    throw std::runtime_error("kernforge::lltm_sequence: could not make a view");
+  return Tensor(out);
+}
+
+// Rows [r0, r0 + rows) of a contiguous [R, C] tensor (or of any contiguous
+// tensor read as rows of C).
+inline Tensor rows(const Tensor& t, int64_t r0, int64_t rows, int64_t cols) {
+  return view(t, r0 * cols, {rows, cols}, {cols, 1});
+}
+
+inline Tensor as_dtype(const Tensor& t, ScalarType dtype) {
+  return t.scalar_type() == dtype ? t : torch::stable::to(t, dtype);
+}
+
+inline Tensor cat_rows(const Tensor& a, const Tensor& b) {
+  std::array<StableIValue, 2> stack{torch::stable::detail::from(std::vector<Tensor>{a, b}),
+                                    torch::stable::detail::from(int64_t{0})};
+  if (torch_call_dispatcher("aten::cat", "", stack.data(), TORCH_ABI_VERSION) != AOTI_TORCH_SUCCESS)
+    throw std::runtime_error("kernforge::lltm_sequence: aten::cat failed");
+  return torch::stable::detail::to<Tensor>(stack[0]);
+}
+
+// x [T, B, F] with T >= 1, W [3S, S+F], b [3S], h0 and c0 [B, S]: one
+// floating dtype, one device.
+inline ScalarType check(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& h0,
+                        const Tensor& c0) {
+  const char* op = "lltm_sequence";
+  for (const NamedTensor& a :
+       {NamedTensor{"x", &x}, NamedTensor{"weight", &W}, NamedTensor{"bias", &b},
+        NamedTensor{"h0", &h0}, NamedTensor{"c0", &c0}}) {
+    const int64_t want = a.second == &x ? 3 : (a.second == &b ? 1 : 2);
+    if (a.second->dim() != want)
+      fail(op, std::string(a.first) + " must be " + std::to_string(want) + "-D", {a});
+  }
+  const ScalarType dtype = check_compatible(
+      op, Dtypes::Floating, {{"x", &x}, {"weight", &W}, {"bias", &b}, {"h0", &h0}, {"c0", &c0}});
+  if (x.size(0) == 0) fail(op, "x must have at least one step", {{"x", &x}});
+  const int64_t batch = x.size(1), features = x.size(2), state = h0.size(1);
+  if (h0.size(0) != batch || c0.size(0) != batch || c0.size(1) != state)
+    fail(op,
+         "h0 and c0 must be [batch, hidden_size] = [" + std::to_string(batch) + ", " +
+             std::to_string(state) + "]",
+         {{"x", &x}, {"h0", &h0}, {"c0", &c0}});
+  if (W.size(0) != 3 * state || W.size(1) != state + features)
+    fail(op,
+         "weight must be [3 * hidden_size, hidden_size + input_size] = [" +
+             std::to_string(3 * state) + ", " + std::to_string(state + features) + "]",
+         {{"weight", &W}, {"x", &x}, {"h0", &h0}});
+  if (b.size(0) != 3 * state)
+    fail(op, "bias must be [3 * hidden_size] = [" + std::to_string(3 * state) + "]",
+         {{"bias", &b}, {"h0", &h0}});
+  return dtype;
+}
+
+// The backward's saved tensors and incoming gradients, as the forward made
+// them (the op's schema is public: a clear error for what it did not make).
+inline void check_backward(const Tensor* grad_output, const Tensor* grad_cn, const Tensor& x,
+                           const Tensor& W, const Tensor& h0, const Tensor& output,
+                           const Tensor& cells, const Tensor& gates,
+                           const std::vector<bool>& mask) {
+  const char* op = "lltm_sequence_backward";
+  if (mask.size() != 5)
+    throw std::runtime_error(std::string("kernforge::") + op +
+                             ": output_mask must have 5 entries (x, weight, bias, h0, c0), got " +
+                             std::to_string(mask.size()));
+  const ScalarType dtype = check_compatible(
+      op, Dtypes::Floating,
+      {{"x", &x}, {"weight", &W}, {"h0", &h0}, {"output", &output}, {"gates", &gates}});
+  if (x.dim() != 3 || W.dim() != 2 || h0.dim() != 2 || x.size(0) == 0)
+    fail(op, "expected x [T >= 1, B, F], weight [3S, S + F] and h0 [B, S]",
+         {{"x", &x}, {"weight", &W}, {"h0", &h0}});
+  const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = h0.size(1);
+  if (h0.size(0) != B || W.size(0) != 3 * S || W.size(1) != S + F)
+    fail(op, "weight and h0 do not match x", {{"x", &x}, {"weight", &W}, {"h0", &h0}});
+  const auto shape_is = [](const Tensor& t, std::initializer_list<int64_t> want) {
+    if (t.dim() != static_cast<int64_t>(want.size())) return false;
+    int64_t d = 0;
+    for (int64_t w : want)
+      if (t.size(d++) != w) return false;
+    return true;
+  };
+  if (!shape_is(output, {T, B, S}) || !shape_is(gates, {T, B, 3 * S}) ||
+      !shape_is(cells, {T, B, S}) || !Meta(cells).same_device(Meta(x)) ||
+      cells.scalar_type() != cell_dtype(dtype))
+    fail(op, "output, cells and gates must be the forward's ([T, B, S], [T, B, S], [T, B, 3S])",
+         {{"output", &output}, {"cells", &cells}, {"gates", &gates}});
+  if (grad_output) {
+    check_compatible(op, Dtypes::Floating, {{"x", &x}, {"grad_output", grad_output}});
+    if (!shape_is(*grad_output, {T, B, S}))
+      fail(op, "grad_output must be [T, B, S]", {{"grad_output", grad_output}});
+  }
+  if (grad_cn) {
+    check_compatible(op, Dtypes::Floating, {{"x", &x}, {"grad_cn", grad_cn}});
+    if (!shape_is(*grad_cn, {B, S})) fail(op, "grad_cn must be [B, S]", {{"grad_cn", grad_cn}});
+  }
+}
+
+}  // namespace seq
+
+// The forward: (output [T, B, S] every step's h, c_n [B, S], gates
+// [T, B, 3S] activated, cells [T, B, S] every step's c in the cell type).
+// Backend: Guard, addmm(out, self, a, b, beta) (out = beta * self + a b),
+// step(const SeqStep&), step_backward(const SeqStepBackward&).
+template <class Backend>
+std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x, const Tensor& W,
+                                                                 const Tensor& b, const Tensor& h0,
+                                                                 const Tensor& c0) {
+  const ScalarType dtype = seq::check(x, W, b, h0, c0);
+  typename Backend::Guard guard(x);
+  const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = h0.size(1);
+  const ScalarType cell = cell_dtype(dtype);
+  const Tensor output = empty(x, {T, B, S});
+  const Tensor gates = empty(x, {T, B, 3 * S});
+  const Tensor cells = torch::stable::new_empty(x, {T, B, S}, cell);
+  if (B * S == 0) return {output, torch::stable::new_empty(x, {B, S}), gates, cells};
+  const Tensor xc = detail::contiguous(x), bc = detail::contiguous(b), h0c = detail::contiguous(h0);
+  const Tensor c0c = detail::contiguous(seq::as_dtype(c0, cell));
+  Tensor Wv = W;
+  const Tensor W_hT = torch::stable::transpose(torch::stable::narrow(Wv, 1, 0, S), 0, 1);
+  const Tensor W_xT = torch::stable::transpose(torch::stable::narrow(Wv, 1, S, F), 0, 1);
+  // P [T * B, 3S]; pre_t is P_t after its addmm. F = 0: P is zeros.
+  const Tensor P = F > 0
+                       ? detail::contiguous(torch::stable::matmul(seq::rows(xc, 0, T * B, F), W_xT))
+                       : torch::stable::new_zeros(x, {T * B, 3 * S});
+  const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
+  const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
+  auto* P_ptr = static_cast<char*>(P.data_ptr());
+  auto* gates_ptr = static_cast<char*>(gates.data_ptr());
+  auto* cells_ptr = static_cast<char*>(cells.data_ptr());
+  auto* out_ptr = static_cast<char*>(output.data_ptr());
+  for (int64_t t = 0; t < T; ++t) {
+    const Tensor P_t = seq::rows(P, t * B, B, 3 * S);
+    Backend::addmm(P_t, P_t, t == 0 ? h0c : seq::rows(output, (t - 1) * B, B, S), W_hT, 1.0);
+    Backend::step(SeqStep{P_ptr + t * B * 3 * S * size, bc.data_ptr(),
+                          t == 0 ? c0c.data_ptr() : cells_ptr + (t - 1) * B * S * cell_size,
+                          gates_ptr + t * B * 3 * S * size, cells_ptr + t * B * S * cell_size,
+                          out_ptr + t * B * S * size, B, S, dtype, x.get_device_index()});
+  }
+  // c_n of the input dtype, in storage of its own (outputs may not alias).
+  const Tensor last = seq::rows(cells, (T - 1) * B, B, S);
+  return {output, cell == dtype ? torch::stable::clone(last) : torch::stable::to(last, dtype),
+          gates, cells};
+}
+
+// The backward: what output_mask (x, weight, bias, h0, c0) asks for, each
+// else [0]: (d_x [T, B, F], d_W, d_b, d_h0, d_c0). grad_output and grad_cn
+// may be absent (zero).
+template <class Backend>
+std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
+    const std::optional<Tensor>& grad_output, const std::optional<Tensor>& grad_cn, const Tensor& x,
+    const Tensor& W, const Tensor& h0, const Tensor& output, const Tensor& cells,
+    const Tensor& gates, std::vector<bool> output_mask) {
+  seq::check_backward(grad_output ? &*grad_output : nullptr, grad_cn ? &*grad_cn : nullptr, x, W,
+                      h0, output, cells, gates, output_mask);
+  const bool need_x = output_mask[0], need_W = output_mask[1], need_b = output_mask[2],
+             need_h0 = output_mask[3], need_c0 = output_mask[4];
+  const ScalarType dtype = x.scalar_type(), cell = cell_dtype(dtype);
+  typename Backend::Guard guard(x);
+  const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = h0.size(1);
+  const Tensor d_gates = empty(x, {T * B, 3 * S});
+  const Tensor dh = empty(x, {B, S});
+  const std::array<Tensor, 2> dc{torch::stable::new_empty(x, {B, S}, cell),
+                                 torch::stable::new_empty(x, {B, S}, cell)};
+  const Tensor zero = torch::stable::new_zeros(cells, {1});  // of the cell type: reads as either
+  const Tensor go = grad_output ? detail::contiguous(*grad_output) : Tensor();
+  const Tensor gcn = grad_cn ? detail::contiguous(seq::as_dtype(*grad_cn, cell)) : Tensor();
+  const Tensor gatesc = detail::contiguous(gates), cellsc = detail::contiguous(cells);
+  Tensor Wv = W;
+  const Tensor W_h = torch::stable::narrow(Wv, 1, 0, S);
+  const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
+  const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
+  if (B * S > 0) {  // else d_gates has no elements
+    for (int64_t t = T - 1; t >= 0; --t) {
+      SeqStepBackward p{zero.data_ptr(),
+                        zero.data_ptr(),
+                        0,
+                        0,
+                        static_cast<const char*>(gatesc.data_ptr()) + t * B * 3 * S * size,
+                        static_cast<const char*>(cellsc.data_ptr()) + t * B * S * cell_size,
+                        static_cast<char*>(d_gates.data_ptr()) + t * B * 3 * S * size,
+                        dc[t & 1].data_ptr(),
+                        B,
+                        S,
+                        dtype,
+                        x.get_device_index()};
+      if (t < T - 1) {
+        p.grad_h = dh.data_ptr(), p.ld_grad_h = S;
+        p.grad_c = dc[(t + 1) & 1].data_ptr(), p.ld_grad_c = S;
+      } else {
+        if (go.defined())
+          p.grad_h = static_cast<const char*>(go.data_ptr()) + t * B * S * size, p.ld_grad_h = S;
+        if (gcn.defined()) p.grad_c = gcn.data_ptr(), p.ld_grad_c = S;
+      }
+      Backend::step_backward(p);
+      if (t == 0 && !need_h0) break;
+      // g_{t-1} = grad_output_{t-1} + d_gates_t W_h (at t = 0: d_h0).
+      const Tensor d_gates_t = seq::rows(d_gates, t * B, B, 3 * S);
+      if (t > 0 && go.defined())
+        Backend::addmm(dh, seq::rows(go, (t - 1) * B, B, S), d_gates_t, W_h, 1.0);
+      else
+        Backend::addmm(dh, dh, d_gates_t, W_h, 0.0);
+    }
+  }
+  // Each output in storage of its own (outputs may not alias), [0] when not asked for.
+  Tensor d_x = empty(x, {0}), d_W = empty(x, {0}), d_b = empty(x, {0});
+  if (need_x)
+    d_x = torch::stable::reshape(torch::stable::matmul(d_gates, torch::stable::narrow(Wv, 1, S, F)),
+                                 {T, B, F});
+  if (need_W) {
+    // [h_{t-1}, x_t] for every step, as rows: [T * B, S + F].
+    const Tensor xc = detail::contiguous(x);
+    const Tensor h_prev =
+        T > 1 ? seq::cat_rows(detail::contiguous(h0),
+                              seq::rows(detail::contiguous(output), 0, (T - 1) * B, S))
+              : detail::contiguous(h0);
+    d_W = torch::stable::matmul(torch::stable::transpose(d_gates, 0, 1),
+                                detail::cat_columns(h_prev, seq::rows(xc, 0, T * B, F)));
+  }
+  if (need_b) d_b = torch::stable::sum(d_gates, std::vector<int64_t>{0});
+  Tensor d_h0 = need_h0 ? (B * S > 0 ? dh : torch::stable::new_zeros(x, {B, S})) : empty(x, {0});
+  Tensor d_c0 = empty(x, {0});
+  if (need_c0) d_c0 = B * S > 0 ? seq::as_dtype(dc[0], dtype) : torch::stable::new_zeros(x, {B, S});
+  return {d_x, d_W, d_b, d_h0, d_c0};
+}
+
+}  // namespace kernforge

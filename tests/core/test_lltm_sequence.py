@@ -1,0 +1,422 @@
+"""The LLTM over whole sequences (kernforge.lltm_sequence and
+kernforge.nn.LLTMSequence) against a Python loop over the cell's reference:
+outputs, every gradient (only those asked for), opcheck, gradcheck,
+torch.compile, CUDA graphs, autocast, packed sequences, and bad input."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.nn.utils.rnn import pack_sequence, pad_packed_sequence
+
+import kernforge
+from conftest import close, random
+from kernforge import reference
+
+TOL = {
+    torch.float64: {"rtol": 1e-10, "atol": 1e-10},
+    torch.float32: {"rtol": 1e-4, "atol": 2e-5},
+    torch.bfloat16: {"rtol": 5e-2, "atol": 5e-2},
+    torch.float16: {"rtol": 1e-2, "atol": 1e-2},
+}
+DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).removeprefix("torch."))
+# (T, B, F, S): one step, tile edges, and a batch past one block of rows.
+SIZES = [(1, 2, 3, 4), (7, 5, 3, 9), (16, 33, 20, 40), (4, 300, 8, 64)]
+
+
+def _inputs(steps, batch, features, state, dtype, device, gen):
+    x = random((steps, batch, features), dtype, device, gen)
+    W = random((3 * state, state + features), dtype, device, gen) * (state + features) ** -0.5
+    b = random((3 * state,), dtype, device, gen)
+    h0 = random((batch, state), dtype, device, gen)
+    c0 = random((batch, state), dtype, device, gen)
+    return [x, W, b, h0, c0]
+
+
+def _poison(device, *shapes):
+    if device == "cuda":
+        blocks = [torch.full(s, float("nan"), device=device) for s in shapes]
+        del blocks
+
+
+@DTYPES
+@pytest.mark.parametrize("size", SIZES, ids=str)
+def test_matches_a_loop_over_the_cell(device, dtype, size):
+    gen = torch.Generator().manual_seed(61)
+    ins = _inputs(*size, dtype, device, gen)
+    ours = [t.clone().requires_grad_() for t in ins]
+    refs = [t.double().requires_grad_() for t in ins]
+    steps, batch, _, state = size
+    _poison(device, (steps, batch, state), (steps, batch, 3 * state))
+    out, (h_n, c_n) = kernforge.lltm_sequence(*ours)
+    r_out, (r_h, r_c) = reference.lltm_sequence(*refs)
+    tol = TOL[dtype]
+    if dtype in (torch.float16, torch.bfloat16):
+        # h and d_gates rounded to 8 or 11 bits every step, carried through the
+        # recurrence, then summed over T * B rows in d_W and d_b
+        tol = {"rtol": tol["rtol"], "atol": tol["atol"] * max(1.0, (steps * batch / 16) ** 0.5)}
+    close(out, r_out.to(dtype), **tol)
+    close(h_n, r_h.to(dtype), **tol)
+    close(c_n, r_c.to(dtype), **tol)
+    grads = [random(t.shape, dtype, device, gen) for t in (out, h_n, c_n)]
+    torch.autograd.backward((out, h_n, c_n), grads)
+    torch.autograd.backward((r_out, r_h, r_c), [g.double() for g in grads])
+    for name, o, r in zip(("x", "weight", "bias", "h0", "c0"), ours, refs, strict=True):
+        assert o.grad is not None, name
+        close(o.grad, r.grad.to(dtype), **tol)
+
+
+@pytest.mark.parametrize("size", [(3, 2, 3, 4), (5, 3, 2, 3)], ids=str)
+def test_gradcheck(device, size):
+    gen = torch.Generator().manual_seed(63)
+    ins = [t.requires_grad_() for t in _inputs(*size, torch.float64, device, gen)]
+
+    def run(*args):
+        out, (h_n, c_n) = kernforge.lltm_sequence(*args)
+        return out, h_n, c_n
+
+    assert torch.autograd.gradcheck(run, ins)
+
+
+@pytest.mark.parametrize("used", ["output", "h_n", "c_n"])
+def test_one_output_used(device, used):
+    # The backward takes absent gradients (None) for what was not used.
+    gen = torch.Generator().manual_seed(65)
+    ins = _inputs(4, 3, 2, 5, torch.float64, device, gen)
+    ours = [t.clone().requires_grad_() for t in ins]
+    refs = [t.clone().requires_grad_() for t in ins]
+    pick = {"output": lambda r: r[0], "h_n": lambda r: r[1][0], "c_n": lambda r: r[1][1]}[used]
+    (pick(kernforge.lltm_sequence(*ours)) ** 2).sum().backward()
+    (pick(reference.lltm_sequence(*refs)) ** 2).sum().backward()
+    for o, r in zip(ours, refs, strict=True):
+        close(o.grad, r.grad, **TOL[torch.float64])
+
+
+MASKS = [[bool(m >> i & 1) for i in range(5)] for m in range(1, 32)]
+
+
+@pytest.mark.parametrize("size", [(5, 3, 4, 6), (2, 0, 3, 4)], ids=str)
+def test_output_mask(device, size):
+    gen = torch.Generator().manual_seed(67)
+    x, W, b, h0, c0 = _inputs(*size, torch.float32, device, gen)
+    out, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+    go, gc = random(out.shape, torch.float32, device, gen), random(c_n.shape, torch.float32, device, gen)
+    saved = (x, W, h0, out, cells, gates)
+    full = torch.ops.kernforge.lltm_sequence_backward(go, gc, *saved, [True] * 5)
+    for mask in MASKS:
+        got = torch.ops.kernforge.lltm_sequence_backward(go, gc, *saved, mask)
+        for g, f, m in zip(got, full, mask, strict=True):
+            torch.testing.assert_close(g, f if m else f.new_empty((0,)), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "needs", ["weight", "x", "x weight", "h0", "bias c0"], ids=lambda n: n.replace(" ", "_")
+)
+def test_only_needed_gradients_run_their_gemms(device, needs):
+    # The backward's GEMMs over all steps (the profiler sees them; the
+    # per-step recurrent addmm goes through the C shim and is not recorded):
+    # one for d_x when x needs it, one for d_W when the weight does.
+    gen = torch.Generator().manual_seed(69)
+    ins = _inputs(6, 4, 5, 7, torch.float32, device, gen)
+    names = ("x", "weight", "bias", "h0", "c0")
+    for name, t in zip(names, ins, strict=True):
+        t.requires_grad_(name in needs.split())
+    out, (h_n, c_n) = kernforge.lltm_sequence(*ins)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        (out.sum() + c_n.sum()).backward()
+    gemms = sum(e.count for e in prof.key_averages() if e.key in ("aten::mm", "aten::addmm"))
+    assert gemms == ("x" in needs.split()) + ("weight" in needs)
+    for name, t in zip(names, ins, strict=True):
+        assert (t.grad is not None) == (name in needs.split()), name
+
+
+def test_batch_first(device):
+    gen = torch.Generator().manual_seed(71)
+    x, W, b, h0, c0 = _inputs(5, 3, 4, 6, torch.float64, device, gen)
+    out, (h_n, c_n) = kernforge.lltm_sequence(x.transpose(0, 1).contiguous(), W, b, h0, c0, batch_first=True)
+    r_out, (r_h, r_c) = kernforge.lltm_sequence(x, W, b, h0, c0)
+    assert out.shape == (3, 5, 6)
+    close(out, r_out.transpose(0, 1))
+    close(h_n, r_h)
+    close(c_n, r_c)
+
+
+def test_zero_state_by_default(device):
+    gen = torch.Generator().manual_seed(73)
+    x, W, b, h0, c0 = _inputs(4, 3, 2, 5, torch.float64, device, gen)
+    out, (h_n, c_n) = kernforge.lltm_sequence(x, W, b)
+    r_out, (r_h, r_c) = reference.lltm_sequence(x, W, b, torch.zeros_like(h0), torch.zeros_like(c0))
+    close(out, r_out)
+    close(c_n, r_c)
+
+
+def test_no_steps(device):
+    gen = torch.Generator().manual_seed(75)
+    _, W, b, h0, c0 = _inputs(1, 3, 2, 5, torch.float32, device, gen)
+    x = torch.empty(0, 3, 2, device=device)
+    out, (h_n, c_n) = kernforge.lltm_sequence(x, W, b, h0, c0)
+    assert out.shape == (0, 3, 5)
+    assert h_n is h0 and c_n is c0
+    with pytest.raises(
+        RuntimeError, match=re.escape("kernforge::lltm_sequence: x must have at least one step")
+    ):
+        torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+
+
+def test_empty_batch(device):
+    gen = torch.Generator().manual_seed(77)
+    ins = [t.requires_grad_() for t in _inputs(3, 0, 2, 5, torch.float32, device, gen)]
+    out, (h_n, c_n) = kernforge.lltm_sequence(*ins)
+    assert out.shape == (3, 0, 5) and h_n.shape == c_n.shape == (0, 5)
+    grads = torch.autograd.grad(out.sum() + c_n.sum(), ins)
+    for g, t in zip(grads, ins, strict=True):
+        assert g.shape == t.shape and torch.all(g == 0)
+
+
+@pytest.mark.parametrize("size", [(3, 2, 3, 4), (4, 64, 32, 48)], ids=str)
+def test_opcheck(device, size):
+    gen = torch.Generator().manual_seed(79)
+    ins = _inputs(*size, torch.float32, device, gen)
+    torch.library.opcheck(
+        torch.ops.kernforge.lltm_sequence_forward.default, tuple(t.requires_grad_() for t in ins)
+    )
+    x, W, b, h0, c0 = (t.detach() for t in ins)
+    out, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+    for go, gc, mask in [
+        (torch.randn_like(out), torch.randn_like(c_n), [True] * 5),
+        (None, torch.randn_like(c_n), [False, True, True, False, False]),
+        (torch.randn_like(out), None, [True, False, False, True, True]),
+    ]:
+        torch.library.opcheck(
+            torch.ops.kernforge.lltm_sequence_backward.default, (go, gc, x, W, h0, out, cells, gates, mask)
+        )
+
+
+def test_compile_fullgraph(device):
+    torch._dynamo.reset()
+    gen = torch.Generator().manual_seed(81)
+    model = kernforge.nn.LLTMSequence(4, 6, num_layers=2, device=device, dtype=torch.float64)
+    x = random((5, 3, 4), torch.float64, device, gen)
+
+    def loss(run, x):
+        out, (h_n, c_n) = run(x)
+        return out.square().sum() + h_n.sum() + c_n.sum()
+
+    compiled = torch.compile(lambda x: loss(model, x), fullgraph=True)
+    got = compiled(x)
+    grads = torch.autograd.grad(got, list(model.parameters()))
+    want = loss(model.reference, x)
+    want_grads = torch.autograd.grad(want, list(model.parameters()))
+    close(got, want)
+    for g, w in zip(grads, want_grads, strict=True):
+        close(g, w)
+
+
+@pytest.mark.cuda
+def test_cuda_graph_capture_of_a_training_step():
+    gen = torch.Generator().manual_seed(83)
+    model = kernforge.nn.LLTMSequence(8, 16, device="cuda")
+    x = random((6, 4, 8), torch.float32, "cuda", gen)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):  # warm-up outside the capture
+            model.zero_grad(set_to_none=False)
+            model(x)[0].sum().backward()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    model.zero_grad(set_to_none=False)
+    with torch.cuda.graph(graph):
+        out, _ = model(x)
+        out.sum().backward()
+    x.copy_(random((6, 4, 8), torch.float32, "cuda", gen))
+    for p in model.parameters():
+        p.grad.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    refs = [p.detach().clone().requires_grad_() for p in model.parameters()]
+    r_out, _ = reference.lltm_sequence(x, *refs)
+    r_out.sum().backward()
+    close(out, r_out)
+    for p, r in zip(model.parameters(), refs, strict=True):
+        close(p.grad, r.grad)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_autocast(dtype):
+    gen = torch.Generator().manual_seed(85)
+    x, W, b, h0, c0 = _inputs(5, 4, 8, 16, torch.float32, "cuda", gen)
+    with torch.autocast("cuda", dtype=dtype):
+        out, (h_n, c_n) = kernforge.lltm_sequence(x, W, b, h0, c0)
+    assert out.dtype == h_n.dtype == c_n.dtype == dtype
+    r_out, _ = reference.lltm_sequence(*(t.to(dtype).double() for t in (x, W, b, h0, c0)))
+    close(out, r_out.to(dtype), **TOL[dtype])
+
+
+# ----------------------------------------------------------------------------- the module
+
+
+def test_module_layer_zero_takes_a_trained_cell(device):
+    gen = torch.Generator().manual_seed(87)
+    cell = kernforge.nn.LLTM(4, 6, device=device, dtype=torch.float64)
+    layer = kernforge.nn.LLTMSequence(4, 6, device=device, dtype=torch.float64)
+    layer.load_state_dict({"weight_l0": cell.weight, "bias_l0": cell.bias})
+    x = random((5, 3, 4), torch.float64, device, gen)
+    h = c = torch.zeros(3, 6, dtype=torch.float64, device=device)
+    steps = []
+    for t in range(5):
+        h, c = cell(x[t], (h, c))
+        steps.append(h)
+    out, (h_n, c_n) = layer(x)
+    close(out, torch.stack(steps))
+    close(h_n[0], h)
+    close(c_n[0], c)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_module_layers_match_reference(device, batch_first, bias):
+    gen = torch.Generator().manual_seed(89)
+    model = kernforge.nn.LLTMSequence(
+        4, 6, 3, bias=bias, batch_first=batch_first, device=device, dtype=torch.float64
+    )
+    assert [n for n, _ in model.named_parameters()] == [
+        n for k in range(3) for n in (f"weight_l{k}", f"bias_l{k}")[: 1 + bias]
+    ]
+    assert model.weight_l1.shape == (18, 12)
+    x = random((3, 5, 4) if batch_first else (5, 3, 4), torch.float64, device, gen)
+    hx = tuple(random((3, 3, 6), torch.float64, device, gen) for _ in range(2))
+    out, (h_n, c_n) = model(x, hx)
+    r_out, (r_h, r_c) = model.reference(x, hx)
+    assert out.shape == (x.shape[0], x.shape[1], 6) and h_n.shape == (3, 3, 6)
+    close(out, r_out)
+    close(h_n, r_h)
+    close(c_n, r_c)
+
+
+def test_module_unbatched_input(device):
+    gen = torch.Generator().manual_seed(91)
+    model = kernforge.nn.LLTMSequence(4, 6, 2, device=device, dtype=torch.float64)
+    x = random((5, 4), torch.float64, device, gen)
+    out, (h_n, c_n) = model(x)
+    b_out, (b_h, b_c) = model(x.unsqueeze(1))
+    assert out.shape == (5, 6) and h_n.shape == (2, 6)
+    close(out, b_out.squeeze(1))
+    close(c_n, b_c.squeeze(1))
+
+
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+def test_module_packed_sequences_equal_each_run_alone(device, enforce_sorted):
+    gen = torch.Generator().manual_seed(93)
+    model = kernforge.nn.LLTMSequence(4, 6, 2, device=device, dtype=torch.float64)
+    lengths = [5, 5, 3, 2] if enforce_sorted else [3, 5, 2, 5, 1]
+    seqs = [random((n, 4), torch.float64, device, gen) for n in lengths]
+    hx = tuple(random((2, len(seqs), 6), torch.float64, device, gen) for _ in range(2))
+    packed = pack_sequence(seqs, enforce_sorted=enforce_sorted)
+    out, (h_n, c_n) = model(packed, hx)
+    lstm_out, _ = torch.nn.LSTM(4, 6, 2, device=device, dtype=torch.float64)(packed)
+    assert torch.equal(out.batch_sizes, lstm_out.batch_sizes)
+    padded, got_lengths = pad_packed_sequence(out)
+    assert got_lengths.tolist() == lengths
+    for i, s in enumerate(seqs):
+        alone, (h, c) = model(s.unsqueeze(1), (hx[0][:, i : i + 1], hx[1][:, i : i + 1]))
+        close(padded[: lengths[i], i], alone[:, 0])
+        close(h_n[:, i], h[:, 0])
+        close(c_n[:, i], c[:, 0])
+    grads = torch.autograd.grad(padded.sum() + c_n.sum(), list(model.parameters()))
+    assert all(torch.isfinite(g).all() for g in grads)
+
+
+def test_module_unsorted_lengths_need_enforce_sorted_false():
+    seqs = [torch.randn(2, 4), torch.randn(3, 4)]
+    with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
+        pack_sequence(seqs)
+
+
+def test_module_bad_arguments():
+    with pytest.raises(ValueError, match="must be positive, got 4, 0 and 1"):
+        kernforge.nn.LLTMSequence(4, 0)
+    model = kernforge.nn.LLTMSequence(4, 6, 2)
+    assert repr(model) == "LLTMSequence(4, 6, num_layers=2)"
+    x = torch.randn(5, 3, 4)
+    with pytest.raises(
+        ValueError, match=re.escape("h_0 must be [num_layers, batch, hidden_size] = [2, 3, 6]")
+    ):
+        model(x, (torch.zeros(1, 3, 6), torch.zeros(2, 3, 6)))
+    with pytest.raises(ValueError, match="input must be 2-D"):
+        model(torch.randn(5))
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def _t(*shape, dtype=torch.float32):
+    return torch.randn(shape, dtype=torch.float64).to(dtype)
+
+
+ERRORS = [
+    ("x_rank", {"x": _t(5, 3)}, "x must be 3-D, got x: [5, 3]"),
+    ("bias_rank", {"b": _t(1, 12)}, "bias must be 1-D, got bias: [1, 12]"),
+    (
+        "weight_shape",
+        {"W": _t(12, 6)},
+        "weight must be [3 * hidden_size, hidden_size + input_size] = [12, 7], got weight: [12, 6]",
+    ),
+    ("bias_size", {"b": _t(9)}, "bias must be [3 * hidden_size] = [12], got bias: [9]"),
+    ("h0_batch", {"h0": _t(3, 4)}, "h0 and c0 must be [batch, hidden_size] = [2, 4]"),
+    ("c0_state", {"c0": _t(2, 5)}, "h0 and c0 must be [batch, hidden_size] = [2, 4]"),
+    ("dtype", {"W": _t(12, 7, dtype=torch.float64)}, "expected tensors of one dtype"),
+    ("int", {"x": torch.ones(5, 2, 3, dtype=torch.int32)}, "unsupported dtype"),
+]
+
+
+@pytest.mark.parametrize("name,change,message", ERRORS, ids=[e[0] for e in ERRORS])
+def test_bad_input(name, change, message):
+    args = {"x": _t(5, 2, 3), "W": _t(12, 7), "b": _t(12), "h0": _t(2, 4), "c0": _t(2, 4)} | change
+    expected = re.escape(f"kernforge::lltm_sequence: {message}")
+    with pytest.raises(RuntimeError, match=expected):
+        kernforge.lltm_sequence(*args.values())
+    with pytest.raises(RuntimeError, match=expected):
+        torch.ops.kernforge.lltm_sequence_forward(*args.values())
+    mode = FakeTensorMode()
+    with mode, pytest.raises(RuntimeError, match=expected):
+        torch.ops.kernforge.lltm_sequence_forward(*[mode.from_tensor(a) for a in args.values()])
+
+
+def test_bad_argument_types():
+    with pytest.raises(TypeError, match="kernforge::lltm_sequence: h0 must be a Tensor, got list"):
+        kernforge.lltm_sequence(_t(5, 2, 3), _t(12, 7), _t(12), [0.0])
+    with pytest.raises(RuntimeError, match=re.escape("weight must be 2-D with 3 * hidden_size rows")):
+        kernforge.lltm_sequence(_t(5, 2, 3), _t(11, 7), _t(12))
+
+
+@pytest.mark.cuda
+def test_mixed_devices():
+    args = [_t(5, 2, 3), _t(12, 7), _t(12), _t(2, 4), _t(2, 4)]
+    for i in range(1, 5):
+        moved = [a.cuda() if j != i else a for j, a in enumerate(args)]
+        with pytest.raises(
+            RuntimeError, match="kernforge::lltm_sequence: expected all tensors on one device"
+        ):
+            kernforge.lltm_sequence(*moved)
+
+
+def test_bad_backward_input(device):
+    x, W, b, h0, c0 = (a.to(device) for a in (_t(5, 2, 3), _t(12, 7), _t(12), _t(2, 4), _t(2, 4)))
+    out, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+    op = torch.ops.kernforge.lltm_sequence_backward
+    prefix = "kernforge::lltm_sequence_backward: "
+    with pytest.raises(RuntimeError, match=re.escape(prefix + "output_mask must have 5 entries")):
+        op(out, c_n, x, W, h0, out, cells, gates, [True] * 4)
+    with pytest.raises(
+        RuntimeError, match=re.escape(prefix + "output, cells and gates must be the forward's")
+    ):
+        op(out, c_n, x, W, h0, out, cells, gates[:, :, :6], [True] * 5)
+    with pytest.raises(RuntimeError, match=re.escape(prefix + "grad_output must be [T, B, S]")):
+        op(out[:2], c_n, x, W, h0, out, cells, gates, [True] * 5)
+    with pytest.raises(RuntimeError, match=re.escape(prefix + "grad_cn must be [B, S]")):
+        op(out, c_n.T, x, W, h0, out, cells, gates, [True] * 5)
