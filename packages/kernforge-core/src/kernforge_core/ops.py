@@ -445,16 +445,17 @@ def lltm_sequence(
 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """The LLTM cell (:func:`lltm`) run over a whole sequence in one call.
 
+    All tensors have one floating dtype and one device. Half and bfloat16 run
+    the GEMMs in that dtype with float accumulation, and keep the cell state
+    in float between steps. Under autocast, the inputs are cast to the
+    autocast dtype first.
+
     Args:
         x: ``[T, B, F]`` inputs (``[B, T, F]`` with ``batch_first``).
-        weight: ``[3S, S + F]`` and bias: ``[3S]``, exactly as the cell's.
+        weight: ``[3S, S + F]``, exactly as the cell's.
+        bias: ``[3S]``, exactly as the cell's.
         h0, c0: ``[B, S]`` initial hidden and cell state; zeros when None.
         batch_first: x and output are ``[B, T, ...]``.
-
-        One floating dtype and one device for all. Half and bfloat16 run the
-        GEMMs in that dtype with float accumulation, and keep the cell state
-        in float between steps. Under autocast, the inputs are cast to the
-        autocast dtype first.
 
     Returns:
         ``(output, (h_n, c_n))``: output ``[T, B, S]`` (``[B, T, S]`` with

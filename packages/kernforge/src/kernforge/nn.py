@@ -96,7 +96,7 @@ class LLTM(nn.Module):
 
 class LLTMSequence(nn.Module):
     """The LLTM cell run over sequences, layer upon layer, shaped like
-    :class:`torch.nn.LSTM` (see :func:`kernforge.functional.lltm_sequence`).
+    ``torch.nn.LSTM`` (see :func:`kernforge.functional.lltm_sequence`).
 
     Args:
         input_size: F, the size of each input.
@@ -113,7 +113,7 @@ class LLTMSequence(nn.Module):
     Shape:
         forward(input, hx=None) -> (output, (h_n, c_n)): input ``[T, B, F]``
         (``[B, T, F]`` with batch_first; ``[T, F]`` unbatched) or a
-        :class:`~torch.nn.utils.rnn.PackedSequence`; hx ``(h_0, c_0)``, each
+        ``torch.nn.utils.rnn.PackedSequence``; hx ``(h_0, c_0)``, each
         ``[num_layers, B, S]`` (zeros when None); output ``[T, B, S]`` (or a
         PackedSequence for one), h_n and c_n ``[num_layers, B, S]``, taken at
         each sequence's own last step.
