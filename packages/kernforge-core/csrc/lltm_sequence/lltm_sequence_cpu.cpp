@@ -37,6 +37,10 @@ struct CpuSequence {
     });
   }
 
+  // The CPU steps: per step, the GEMM and the row pass use both cores.
+  static bool recurrence(const SeqRecurrence&) { return false; }
+  static bool recurrence(const SeqRecurrenceBackward&) { return false; }
+
   // The row pass adds each chunk's d_gates into column sums; the sequence
   // takes d_b from one sum over all steps instead, so these are scratch.
   static void step_backward(const SeqStepBackward& p) {

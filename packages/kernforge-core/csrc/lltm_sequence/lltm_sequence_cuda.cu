@@ -1,6 +1,8 @@
-// The LLTM sequence on CUDA: the driver of lltm_sequence_math.h with cuBLAS
-// GEMMs (torch's addmm into views, through the C shim) and, per step, one
-// forward gate kernel (below) or the cell's backward gate kernel
+// The LLTM sequence on CUDA: the driver of lltm_sequence_math.h. At small
+// batch (float, half, bfloat16) the whole recurrence is one persistent kernel
+// per direction (lltm_sequence_persistent.cuh); otherwise cuBLAS GEMMs
+// (torch's addmm into views, through the C shim) and, per step, one forward
+// gate kernel (below) or the cell's backward gate kernel
 // (lltm/lltm_cuda_gates.cuh).
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_cuda.h>
 #include <torch/csrc/stable/library.h>
@@ -12,6 +14,7 @@
 #include "common/elementwise_cuda.cuh"
 #include "lltm/lltm_cuda_gates.cuh"
 #include "lltm_sequence/lltm_sequence_math.h"
+#include "lltm_sequence/lltm_sequence_persistent.cuh"
 
 namespace kernforge {
 namespace {
@@ -69,6 +72,58 @@ struct CudaSequence {
           static_cast<cell_t*>(p.c), static_cast<scalar_t*>(p.h), p.batch, p.state);
       STD_CUDA_KERNEL_LAUNCH_CHECK();
     });
+  }
+
+  static bool recurrence(const SeqRecurrence& r) {
+    if (r.dtype == ScalarType::Double) return false;
+    const cuda_seq::Plan plan = cuda_seq::plan(r.batch, r.state, false, r.device);
+    if (plan.blocks == 0) return false;
+    dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
+      using scalar_t = typename decltype(tag)::type;
+      if constexpr (!std::is_same_v<scalar_t, double>) {
+        const cuda_seq::ForwardArgs<scalar_t> a{static_cast<const scalar_t*>(r.P),
+                                                static_cast<const scalar_t*>(r.bias),
+                                                static_cast<const scalar_t*>(r.W),
+                                                static_cast<const scalar_t*>(r.h0),
+                                                static_cast<const float*>(r.c0),
+                                                static_cast<scalar_t*>(r.gates),
+                                                static_cast<scalar_t*>(r.output),
+                                                static_cast<float*>(r.cells),
+                                                r.ldw,
+                                                static_cast<int>(r.steps),
+                                                static_cast<int>(r.batch),
+                                                static_cast<int>(r.state),
+                                                plan};
+        cuda_seq::launch<cuda_seq::forward_kernel<scalar_t>>(a, r.device);
+      }
+    });
+    return true;
+  }
+
+  static bool recurrence(const SeqRecurrenceBackward& r) {
+    if (r.dtype == ScalarType::Double) return false;
+    const cuda_seq::Plan plan = cuda_seq::plan(r.batch, r.state, true, r.device);
+    if (plan.blocks == 0) return false;
+    dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
+      using scalar_t = typename decltype(tag)::type;
+      if constexpr (!std::is_same_v<scalar_t, double>) {
+        const cuda_seq::BackwardArgs<scalar_t> a{static_cast<const scalar_t*>(r.grad_output),
+                                                 static_cast<const scalar_t*>(r.gates),
+                                                 static_cast<const scalar_t*>(r.W),
+                                                 static_cast<const float*>(r.grad_cn),
+                                                 static_cast<const float*>(r.cells),
+                                                 static_cast<scalar_t*>(r.d_gates),
+                                                 static_cast<scalar_t*>(r.d_h0),
+                                                 static_cast<float*>(r.d_c0),
+                                                 r.ldw,
+                                                 static_cast<int>(r.steps),
+                                                 static_cast<int>(r.batch),
+                                                 static_cast<int>(r.state),
+                                                 plan};
+        cuda_seq::launch<cuda_seq::backward_kernel<scalar_t>>(a, r.device);
+      }
+    });
+    return true;
   }
 
   static void step_backward(const SeqStepBackward& p) {

@@ -51,6 +51,29 @@ struct SeqStepBackward {
   int32_t device;
 };
 
+// The whole recurrence in one call, where the backend has a kernel for the
+// shape (it returns false otherwise and the driver steps as above). Forward:
+// P [T, B, 3S] = x W_x^T, bias, W [3S, ldw] (W_h its first S columns), h0,
+// c0 (cell type) -> gates, cells, output. Backward: grad_output [T, B, S]
+// and grad_cn [B, S] (either may be null: zero), gates, cells, W ->
+// d_gates [T, B, 3S], d_c0 (cell type) and, unless null, d_h0. All
+// contiguous.
+struct SeqRecurrence {
+  const void *P, *bias, *W, *h0, *c0;
+  void *gates, *cells, *output;
+  int64_t ldw, steps, batch, state;
+  ScalarType dtype;
+  int32_t device;
+};
+
+struct SeqRecurrenceBackward {
+  const void *grad_output, *grad_cn, *gates, *cells, *W;
+  void *d_gates, *d_h0, *d_c0;
+  int64_t ldw, steps, batch, state;
+  ScalarType dtype;
+  int32_t device;
+};
+
 // The cell state's dtype: float for half and bfloat16, else the dtype.
 inline ScalarType cell_dtype(ScalarType t) {
   return t == ScalarType::Half || t == ScalarType::BFloat16 ? ScalarType::Float : t;
@@ -166,7 +189,8 @@ inline void check_backward(const Tensor* grad_output, const Tensor* grad_cn, con
 // The forward: (output [T, B, S] every step's h, c_n [B, S], gates
 // [T, B, 3S] activated, cells [T, B, S] every step's c in the cell type).
 // Backend: Guard, addmm(out, self, a, b, beta) (out = beta * self + a b),
-// step(const SeqStep&), step_backward(const SeqStepBackward&).
+// step(const SeqStep&), step_backward(const SeqStepBackward&),
+// recurrence(const SeqRecurrence&), recurrence(const SeqRecurrenceBackward&).
 template <class Backend>
 std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x, const Tensor& W,
                                                                  const Tensor& b, const Tensor& h0,
@@ -194,7 +218,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
   auto* gates_ptr = static_cast<char*>(gates.data_ptr());
   auto* cells_ptr = static_cast<char*>(cells.data_ptr());
   auto* out_ptr = static_cast<char*>(output.data_ptr());
-  for (int64_t t = 0; t < T; ++t) {
+  const Tensor Wc = detail::contiguous(W);
+  const bool whole = Backend::recurrence(
+      SeqRecurrence{P_ptr, bc.data_ptr(), Wc.data_ptr(), h0c.data_ptr(), c0c.data_ptr(), gates_ptr,
+                    cells_ptr, out_ptr, S + F, T, B, S, dtype, x.get_device_index()});
+  for (int64_t t = 0; t < T && !whole; ++t) {
     const Tensor P_t = seq::rows(P, t * B, B, 3 * S);
     Backend::addmm(P_t, P_t, t == 0 ? h0c : seq::rows(output, (t - 1) * B, B, S), W_hT, 1.0);
     Backend::step(SeqStep{P_ptr + t * B * 3 * S * size, bc.data_ptr(),
@@ -235,7 +263,14 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   const Tensor W_h = torch::stable::narrow(Wv, 1, 0, S);
   const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
   const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
-  if (B * S > 0) {  // else d_gates has no elements
+  const Tensor Wc = detail::contiguous(W);
+  const bool whole = B * S > 0 && Backend::recurrence(SeqRecurrenceBackward{
+                                      go.defined() ? go.data_ptr() : nullptr,
+                                      gcn.defined() ? gcn.data_ptr() : nullptr, gatesc.data_ptr(),
+                                      cellsc.data_ptr(), Wc.data_ptr(), d_gates.data_ptr(),
+                                      need_h0 ? dh.data_ptr() : nullptr, dc[0].data_ptr(), S + F, T,
+                                      B, S, dtype, x.get_device_index()});
+  if (B * S > 0 && !whole) {  // else d_gates has no elements, or is made
     for (int64_t t = T - 1; t >= 0; --t) {
       SeqStepBackward p{zero.data_ptr(),
                         zero.data_ptr(),

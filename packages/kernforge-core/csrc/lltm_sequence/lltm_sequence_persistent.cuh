@@ -1,0 +1,375 @@
+// The recurrence of an LLTM sequence as one persistent kernel per direction,
+// for float, half and bfloat16 at small batch (the persistent-RNN idea):
+// block k owns the hidden units [k J, (k + 1) J) and keeps their slice of W_h
+// in shared memory (as float) for the whole sequence; per step it reads the
+// whole previous h (or d_gates) from L2, computes its units' part of the
+// recurrent product and their gate math, writes them, and the grid
+// synchronizes once (a cooperative launch keeps every block resident).
+//   forward,  step t:  pre = P_t + b + h_{t-1} W_h^T  (its 3J columns)
+//                      -> gates_t, c_t, h_t = output_t  (its J columns)
+//   backward, step t:  d_gates_t, d_c from g_t, d_c    (its J units)
+//                      g_{t-1} = grad_output_{t-1} + d_gates_t W_h  (its J columns)
+// The cell state and the recurrent gradients stay in float in the block.
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <type_traits>
+
+#include "common/cuda_utils.cuh"
+#include "lltm/lltm_math.h"
+
+namespace kernforge::cuda_seq {
+
+constexpr int kThreads = 512;
+constexpr int kRows = 4;           // batch rows per thread in the recurrent product
+constexpr int64_t kMaxBatch = 64;  // above it, cuBLAS per step (the GEMM is large enough)
+
+// A load through L2 only: what other blocks wrote in this launch is read
+// after a grid synchronization, never from a stale L1 line.
+template <class T>
+__device__ inline float load_l2(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return __ldcg(p);
+  } else {
+    const unsigned short bits = __ldcg(reinterpret_cast<const unsigned short*>(p));
+    return static_cast<float>(T(bits, T::from_bits()));
+  }
+}
+
+// The shape of the work of one block. K is the reduction length of the
+// recurrent product: S forward, 3S backward; the block's W slice is 3J rows
+// of S (forward) or J rows of 3S (backward), rows kp floats apart.
+struct Plan {
+  int blocks = 0, units = 0;  // grid size, J
+  int lanes = 0;              // threads that share one (unit, 4 rows) item: a power of 2
+  int chunk = 0, stride = 0;  // staged operand: chunk values of K, stride floats per value
+  int kp = 0;
+  int ws = 0;       // floats of the W slice, a multiple of 4 (float4 alignment after it)
+  size_t smem = 0;  // bytes
+};
+
+// Four values of K at once (16-bit types: 8 bytes, float: 16), through L2.
+template <class T>
+__device__ inline float4 load4_l2(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return __ldcg(reinterpret_cast<const float4*>(p));
+  } else {
+    const uint2 bits = __ldcg(reinterpret_cast<const uint2*>(p));
+    const auto half = [](unsigned int word, int hi) {
+      return static_cast<float>(
+          T(static_cast<unsigned short>(hi ? word >> 16 : word & 0xffffu), T::from_bits()));
+    };
+    return make_float4(half(bits.x, 0), half(bits.x, 1), half(bits.y, 0), half(bits.y, 1));
+  }
+}
+
+// vt[k][b] = v[b][k0 + k] for k < n, the batch padded with zeros to a
+// multiple of kRows. Consecutive threads take consecutive rows b (their
+// shared-memory stores fall on distinct banks); each issues kBatch loads
+// before it stores, so that their latencies overlap. Four values of K a load
+// where K, the row stride and the address allow it.
+template <class scalar_t>
+__device__ inline void stage(float* vt, const scalar_t* v, int64_t ldv, int k0, int n, int batch,
+                             const Plan& p) {
+  constexpr int kBatch = 4;
+  const int padded = (batch + kRows - 1) / kRows * kRows;
+  const bool quads = ((n | k0 | static_cast<int>(ldv & 3)) & 3) == 0 &&
+                     reinterpret_cast<uintptr_t>(v) % (4 * sizeof(scalar_t)) == 0;
+  const int width = quads ? 4 : 1, total = n / width * padded;
+  for (int base = threadIdx.x; base < total; base += kBatch * blockDim.x) {
+    float4 r[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int idx = base + u * blockDim.x, b = idx % padded, k = idx / padded * width;
+      r[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (idx < total && b < batch) {
+        const scalar_t* src = v + b * ldv + k0 + k;
+        if (quads)
+          r[u] = load4_l2(src);
+        else
+          r[u].x = load_l2(src);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int idx = base + u * blockDim.x, b = idx % padded, k = idx / padded * width;
+      if (idx >= total) break;
+      float* dst = vt + k * p.stride + b;
+      dst[0] = r[u].x;
+      if (quads) {
+        dst[p.stride] = r[u].y;
+        dst[2 * p.stride] = r[u].z;
+        dst[3 * p.stride] = r[u].w;
+      }
+    }
+  }
+}
+
+// acc[g][r] = sum_k ws[(g J + j) kp + k] v[b0 + r][k] over k < K for the
+// thread's item (j, b0), reduced over the item's lanes: every lane holds it.
+// v [batch, K] rows ldv apart, staged a chunk at a time.
+template <int G, class scalar_t>
+__device__ inline void recurrent_product(const float* ws, float* vt, const scalar_t* v, int64_t ldv,
+                                         int K, int batch, const Plan& p, float (&acc)[G][kRows]) {
+  const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
+  const int j = item % p.units, b0 = item / p.units * kRows;
+  const bool active = b0 < batch;
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) acc[g][r] = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += p.chunk) {
+    const int n = min(p.chunk, K - k0);
+    __syncthreads();  // the previous chunk is consumed
+    stage(vt, v, ldv, k0, n, batch, p);
+    __syncthreads();
+    if (active) {
+      for (int k = lane; k < n; k += p.lanes) {
+        const float4 h = *reinterpret_cast<const float4*>(vt + k * p.stride + b0);
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          const float w = ws[(g * p.units + j) * p.kp + k0 + k];
+          acc[g][0] += w * h.x;
+          acc[g][1] += w * h.y;
+          acc[g][2] += w * h.z;
+          acc[g][3] += w * h.w;
+        }
+      }
+    }
+  }
+  for (int off = p.lanes / 2; off > 0; off /= 2)
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) acc[g][r] += __shfl_xor_sync(0xffffffffu, acc[g][r], off);
+}
+
+template <class scalar_t>
+struct ForwardArgs {
+  const scalar_t *P, *bias, *W, *h0;  // P [T, B, 3S] = x W_x^T; W [3S, ldw]
+  const float* c0;
+  scalar_t *gates, *output;
+  float* cells;
+  int64_t ldw;
+  int T, batch, S;
+  Plan plan;
+};
+
+template <class scalar_t>
+__global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<scalar_t> a) {
+  extern __shared__ float4 smem4[];
+  const Plan& p = a.plan;
+  const int J = p.units, B = a.batch, S = a.S;
+  const int j0 = blockIdx.x * J, units = min(J, S - j0);
+  float* ws = reinterpret_cast<float*>(smem4);  // [3J][kp]
+  float* vt = ws + p.ws;                        // [chunk][stride]
+  float* pre = vt + p.chunk * p.stride;         // [3][J][B]
+  float* c = pre + 3 * J * B;                   // [J][B]
+  for (int idx = threadIdx.x; idx < 3 * J * S; idx += blockDim.x) {
+    const int row = idx / S, k = idx - row * S, g = row / J, j = row - g * J;
+    ws[row * p.kp + k] = j < units ? static_cast<float>(a.W[(g * S + j0 + j) * a.ldw + k]) : 0.0f;
+  }
+  for (int idx = threadIdx.x; idx < units * B; idx += blockDim.x) {
+    const int b = idx / units, j = idx - b * units;
+    c[j * B + b] = a.c0[b * S + j0 + j];
+  }
+  const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
+  const int jt = item % J, b0 = item / J * kRows;
+  // The gate pass's input (P_t + b) of element idx = (b, j), j fastest.
+  const auto input = [&](int t, int idx, float (&in)[3]) {
+    const int b = idx / units, s = j0 + idx - b * units;
+    const scalar_t* P = a.P + (static_cast<int64_t>(t) * B + b) * 3 * S;
+#pragma unroll
+    for (int g = 0; g < 3; ++g)
+      in[g] = static_cast<float>(P[g * S + s]) + static_cast<float>(a.bias[g * S + s]);
+  };
+  // With one element a thread, its input loads before the recurrent
+  // product, so their latency is hidden behind it.
+  const bool one = units * B <= static_cast<int>(blockDim.x);
+  auto grid = cooperative_groups::this_grid();
+  for (int t = 0; t < a.T; ++t) {
+    float next[3] = {0.0f, 0.0f, 0.0f};
+    if (one && static_cast<int>(threadIdx.x) < units * B) input(t, threadIdx.x, next);
+    float acc[3][kRows];
+    recurrent_product<3>(ws, vt, t == 0 ? a.h0 : a.output + static_cast<int64_t>(t - 1) * B * S, S,
+                         S, B, p, acc);
+    if (lane == 0 && b0 < B)
+#pragma unroll
+      for (int g = 0; g < 3; ++g)
+#pragma unroll
+        for (int r = 0; r < kRows; ++r)
+          if (b0 + r < B) pre[(g * J + jt) * B + b0 + r] = acc[g][r];
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < units * B; idx += blockDim.x) {
+      const int b = idx / units, j = idx - b * units, s = j0 + j;
+      const int64_t row = static_cast<int64_t>(t) * B + b;
+      float in[3] = {next[0], next[1], next[2]};
+      if (!one) input(t, idx, in);
+      float i, o, z, cn, hn;
+      lltm_cell_forward<float>(in[0] + pre[j * B + b], in[1] + pre[(J + j) * B + b],
+                               in[2] + pre[(2 * J + j) * B + b], c[j * B + b], i, o, z, cn, hn);
+      scalar_t* g = a.gates + row * 3 * S;
+      g[s] = static_cast<scalar_t>(i);
+      g[S + s] = static_cast<scalar_t>(o);
+      g[2 * S + s] = static_cast<scalar_t>(z);
+      a.cells[row * S + s] = cn;
+      a.output[row * S + s] = static_cast<scalar_t>(hn);
+      c[j * B + b] = cn;
+    }
+    if (t + 1 < a.T) grid.sync();
+  }
+}
+
+template <class scalar_t>
+struct BackwardArgs {
+  const scalar_t *grad_output, *gates, *W;  // grad_output may be null (zero)
+  const float *grad_cn, *cells;             // grad_cn may be null (zero)
+  scalar_t *d_gates, *d_h0;                 // d_h0 null: not asked for
+  float* d_c0;
+  int64_t ldw;
+  int T, batch, S;
+  Plan plan;
+};
+
+template <class scalar_t>
+__global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<scalar_t> a) {
+  extern __shared__ float4 smem4[];
+  const Plan& p = a.plan;
+  const int J = p.units, B = a.batch, S = a.S;
+  const int j0 = blockIdx.x * J, units = min(J, S - j0);
+  float* ws = reinterpret_cast<float*>(smem4);  // [J][kp]: W_h's columns, transposed
+  float* vt = ws + p.ws;                        // [chunk][stride]
+  float* dh = vt + p.chunk * p.stride;          // [J][B]
+  float* dc = dh + J * B;                       // [J][B]
+  for (int idx = threadIdx.x; idx < 3 * S * J; idx += blockDim.x) {
+    const int g = idx / J, j = idx - g * J;
+    ws[j * p.kp + g] = j < units ? static_cast<float>(a.W[g * a.ldw + j0 + j]) : 0.0f;
+  }
+  for (int idx = threadIdx.x; idx < units * B; idx += blockDim.x) {
+    const int b = idx / units, j = idx - b * units, s = j0 + j;
+    dh[j * B + b] =
+        a.grad_output
+            ? static_cast<float>(a.grad_output[static_cast<int64_t>(a.T - 1) * B * S + b * S + s])
+            : 0.0f;
+    dc[j * B + b] = a.grad_cn ? a.grad_cn[b * S + s] : 0.0f;
+  }
+  const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
+  const int jt = item % J, b0 = item / J * kRows;
+  // The saved gates and cell of element idx = (b, j) at step t.
+  const auto saved = [&](int t, int idx, float (&in)[4]) {
+    const int b = idx / units, s = j0 + idx - b * units;
+    const int64_t row = static_cast<int64_t>(t) * B + b;
+#pragma unroll
+    for (int g = 0; g < 3; ++g) in[g] = static_cast<float>(a.gates[row * 3 * S + g * S + s]);
+    in[3] = a.cells[row * S + s];
+  };
+  // With one element a thread, the next step's saved values load before the
+  // grid synchronization and the recurrent product, hiding their latency.
+  const bool one = units * B <= static_cast<int>(blockDim.x);
+  const bool owner = one && static_cast<int>(threadIdx.x) < units * B;
+  float next[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (owner) saved(a.T - 1, threadIdx.x, next);
+  auto grid = cooperative_groups::this_grid();
+  for (int t = a.T - 1; t >= 0; --t) {
+    __syncthreads();  // dh is complete
+    for (int idx = threadIdx.x; idx < units * B; idx += blockDim.x) {
+      const int b = idx / units, j = idx - b * units, s = j0 + j;
+      float in[4] = {next[0], next[1], next[2], next[3]};
+      if (!one) saved(t, idx, in);
+      float d0, d1, d2, dcn;
+      lltm_cell_backward<float>(dh[j * B + b], dc[j * B + b], in[0], in[1], in[2], in[3], d0, d1,
+                                d2, dcn);
+      scalar_t* d = a.d_gates + (static_cast<int64_t>(t) * B + b) * 3 * S;
+      d[s] = static_cast<scalar_t>(d0);
+      d[S + s] = static_cast<scalar_t>(d1);
+      d[2 * S + s] = static_cast<scalar_t>(d2);
+      dc[j * B + b] = dcn;
+    }
+    if (t == 0 && !a.d_h0) break;
+    if (owner && t > 0) saved(t - 1, threadIdx.x, next);
+    float go[kRows] = {};
+    if (lane == 0 && jt < units && t > 0 && a.grad_output)
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+        if (b0 + r < B)
+          go[r] = static_cast<float>(
+              a.grad_output[(static_cast<int64_t>(t - 1) * B + b0 + r) * S + j0 + jt]);
+    grid.sync();
+    float acc[1][kRows];
+    recurrent_product<1>(ws, vt, a.d_gates + static_cast<int64_t>(t) * B * 3 * S, 3 * S, 3 * S, B,
+                         p, acc);
+    if (lane == 0 && jt < units)
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+        if (b0 + r < B) dh[jt * B + b0 + r] = acc[0][r] + go[r];
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < units * B; idx += blockDim.x) {
+    const int b = idx / units, j = idx - b * units, s = j0 + j;
+    a.d_c0[b * S + s] = dc[j * B + b];
+    if (a.d_h0) a.d_h0[b * S + s] = static_cast<scalar_t>(dh[j * B + b]);
+  }
+}
+
+inline int max_shared_bytes(int32_t device) {
+  static std::atomic<int> cache{0};
+  int n = cache.load(std::memory_order_relaxed);
+  if (n == 0) {
+    STD_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    cache.store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+// The plan for a direction (K = S forward, 3S backward; extra: floats of
+// per-block state beside the W slice and the staged operand), or blocks = 0
+// where the persistent kernel does not fit: batch above kMaxBatch, too many
+// (unit, rows) items for one block, or the W slice beyond shared memory.
+inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device) {
+  Plan p;
+  if (batch > kMaxBatch || S == 0 || batch == 0) return p;
+  const int64_t sms = cuda::sm_count(device);
+  const int64_t J = (S + sms - 1) / sms;
+  const int64_t items = J * ((batch + kRows - 1) / kRows);
+  if (items > kThreads) return p;
+  int lanes = 1;
+  while (lanes < 32 && items * lanes * 2 <= kThreads) lanes *= 2;
+  const int64_t K = backward ? 3 * S : S, rows = backward ? J : 3 * J;
+  const int64_t stride = (batch + kRows - 1) / kRows * kRows + 4;  // staggers the banks
+  const int64_t kp = (K + 31) / 32 * 32 + lanes % 32;  // items of one warp on distinct banks
+  const int64_t extra = backward ? 2 * J * batch : 4 * J * batch;
+  const int64_t ws = (rows * kp + 3) / 4 * 4;
+  // The staged operand takes what shared memory is left, in chunks of 32
+  // values of K: each chunk costs a round trip to L2 and two barriers.
+  const int64_t left = max_shared_bytes(device) / 4 - ws - extra;
+  const int64_t chunk = std::min<int64_t>(K, left / stride / 32 * 32);
+  if (chunk < 32 && chunk < K) return p;
+  const int64_t bytes = 4 * (ws + chunk * stride + extra);
+  p.blocks = static_cast<int>((S + J - 1) / J);
+  p.units = static_cast<int>(J);
+  p.lanes = lanes;
+  p.chunk = static_cast<int>(chunk);
+  p.stride = static_cast<int>(stride);
+  p.kp = static_cast<int>(kp);
+  p.ws = static_cast<int>(ws);
+  p.smem = static_cast<size_t>(bytes);
+  return p;
+}
+
+template <auto Kernel, class Args>
+void launch(const Args& args, int32_t device) {
+  const Plan& p = args.plan;
+  STD_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(p.smem)));
+  void* params[] = {const_cast<Args*>(&args)};
+  STD_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(Kernel), dim3(p.blocks),
+                                             dim3(kThreads), params, p.smem,
+                                             cuda::current_stream(device)));
+}
+
+}  // namespace kernforge::cuda_seq
