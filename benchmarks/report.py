@@ -56,12 +56,30 @@ CUDA_TARGETS = {
     ("lltm", "8192x1024x2048"): [
         ("no slower than the faster of eager and torch.compile", lambda r: _faster(r) >= 1.0),
     ],
+    **{
+        ("lltm_sequence_train", "float32", size): [
+            (f"≥{x}x faster than cuDNN GRU", lambda r, x=x: r["gru"] / r["median"] >= x)
+        ]
+        for size, x in (("64x256x512xT64", 1.5), ("256x512x1024xT32", 1.0), ("8x64x256xT512", 3.0))
+    },
+    ("lltm_sequence_train", "float32", "16x32x128xT64"): [
+        ("≥2x faster than cuDNN GRU", lambda r: r["gru"] / r["median"] >= 2.0),
+        ("≥10x faster than the Python loop over the cell", lambda r: r["loop"] / r["median"] >= 10.0),
+    ],
+    ("lltm_sequence_train", "bfloat16"): [("no slower than cuDNN GRU", lambda r: r["median"] <= r["gru"])],
+    "lltm_sequence_infer": [("no slower than cuDNN GRU", lambda r: r["median"] <= r["gru"])],
+    "lltm_sequence_train": [
+        ("peak memory of a step no more than cuDNN GRU's", lambda r: r["peak"] <= r["gru_peak"])
+    ],
 }
 CPU_TARGETS = {
     "mul": [("within 5% of eager", lambda r: r["median"] <= 1.05 * r["eager"])],
     "add": [("within 5% of eager", lambda r: r["median"] <= 1.05 * r["eager"])],
     "fused_relu_add": [("≥1.5x faster than eager", lambda r: r["eager"] / r["median"] >= 1.5)],
     "lltm": [("no slower than eager", lambda r: r["median"] <= r["eager"])],
+    ("lltm_sequence_train", "float32", "16x32x128xT64"): [
+        ("≥2x faster than the Python loop over the cell", lambda r: r["loop"] / r["median"] >= 2.0),
+    ],
 }
 
 # A kernforge op inside compiled code, against the same code in plain torch
@@ -90,7 +108,9 @@ def device_slug() -> str:
 
 
 def rows(data: dict) -> list[dict]:
-    """One row per benchmark, with the same run's eager, compile and copy medians."""
+    """One row per kernforge benchmark, with the same run's medians of the
+    others (eager, compile; for recurrent rows gru, lstm, loop), their peak
+    memory where measured (peak, <impl>_peak) and the copy's."""
     by_key = {}
     for b in data["benchmarks"]:
         info = b["extra_info"]
@@ -102,9 +122,11 @@ def rows(data: dict) -> list[dict]:
         row = {"case": case, "dtype": dtype, "n": n, "median": median, "bytes": info["bytes"]}
         row["kind"] = info.get("kind", "op")  # "chain": a kernforge op inside compiled code
         row["size"] = info.get("size") or f"2^{n.bit_length() - 1}"
-        for other in ("eager", "compile"):
+        row["peak"] = info.get("peak_bytes")
+        for other in ("eager", "compile", "gru", "lstm", "loop"):
             hit = by_key.get((case, dtype, n, other))
             row[other] = hit[0] if hit else None
+            row[f"{other}_peak"] = hit[1].get("peak_bytes") if hit else None
         copy = by_key.get(("copy", dtype, n, "eager"))
         row["gbps"] = info["bytes"] / median / 1e9 if info["bytes"] else None
         row["copy_gbps"] = copy[1]["bytes"] / copy[0] / 1e9 if copy else None
@@ -250,7 +272,7 @@ def report_tables(data: dict) -> list[str]:
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in all_rows:
-        if r["case"] == "lltm" or r["kind"] == "chain":
+        if r["case"] == "lltm" or r["kind"] != "op":
             continue
         # bandwidth where the run has the copy of that size (not for the per-call rows)
         gbps, of_copy = (
@@ -272,6 +294,27 @@ def report_tables(data: dict) -> list[str]:
                 f"| (B, F, S) = ({r['size'].replace('x', ', ')}) | {r['dtype']} | {_us(r['median'])} | "
                 f"{_us(r['eager'])} | {_us(r['compile'])} | {ratio(r, 'eager')} | {ratio(r, 'compile')} |"
             )
+    recurrent = [r for r in all_rows if r["kind"] == "recurrent"]
+    rnn = _rnn_name(data)
+    if recurrent:
+        lines += [
+            "",
+            f"| LLTM sequence (B, F, S), T | mode | dtype | kernforge | {rnn} GRU | {rnn} LSTM | loop "
+            "| vs GRU | vs LSTM | vs loop | peak MiB: kernforge / GRU |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in sorted(recurrent, key=_recurrent_order):
+            peak = (
+                f"{r['peak'] / 2**20:.1f} / {r['gru_peak'] / 2**20:.1f}"
+                if r["peak"] is not None and r["gru_peak"] is not None
+                else ""
+            )
+            b, f, s, t = r["size"].replace("T", "").split("x")
+            lines.append(
+                f"| ({b}, {f}, {s}), {t} | {r['case'].removeprefix('lltm_sequence_')} | {r['dtype']} | "
+                f"{_us(r['median'])} | {_us(r['gru'])} | {_us(r['lstm'])} | {_us(r['loop'])} | "
+                f"{ratio(r, 'gru')} | {ratio(r, 'lstm')} | {ratio(r, 'loop')} | {peak} |"
+            )
     chains = [r for r in all_rows if r["kind"] == "chain"]
     if chains:
         lines += [
@@ -289,13 +332,75 @@ def report_tables(data: dict) -> list[str]:
     return lines
 
 
+def _rnn_name(data: dict) -> str:
+    """torch's RNNs run cuDNN on a GPU, its own kernels on the CPU."""
+    return "torch" if data["machine_info"].get("device") == "cpu" else "cuDNN"
+
+
+def _recurrent_order(r):
+    return (r["case"] != "lltm_sequence_train", r["dtype"] != "float32", r["size"].split("x")[3], r["n"])
+
+
+def plot_sequence(data: dict, path: Path) -> bool:
+    """LLTM sequence medians of kernforge, cuDNN GRU and cuDNN LSTM at each
+    size, one panel per (mode, dtype), each kernforge bar labelled with its
+    speedup over the GRU. False when the run has no such rows."""
+    panels = {}
+    for r in rows(data):
+        if r["kind"] == "recurrent":
+            panels.setdefault((r["case"].removeprefix("lltm_sequence_"), r["dtype"]), []).append(r)
+    if not panels:
+        return False
+    plt = _pyplot()
+    from matplotlib import ticker
+
+    rnn = _rnn_name(data)
+    impls = {
+        "kernforge": ("kernforge", "#c0392b"),
+        "gru": (f"{rnn} GRU", "#2c7fb8"),
+        "lstm": (f"{rnn} LSTM", "#41ab5d"),
+    }
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 3.8), squeeze=False)
+    order = sorted(panels.items(), key=lambda kv: (kv[0][0] != "train", kv[0][1] != "float32"))
+    for ax, ((mode, dtype), rs) in zip(axes[0], order, strict=True):
+        rs = sorted(rs, key=lambda r: r["n"])
+        width = 0.27
+        for k, (impl, (label, color)) in enumerate(impls.items()):
+            times = [(r["median"] if impl == "kernforge" else r[impl] or 0) * 1e3 for r in rs]
+            xs = [i + (k - 1) * width for i in range(len(rs))]
+            bars = ax.bar(xs, times, width, color=color, label=label)
+            if impl == "kernforge":
+                for bar, r in zip(bars, rs, strict=True):
+                    if r["gru"]:
+                        at = (bar.get_x() + width / 2, bar.get_height())
+                        speedup = f"{r['gru'] / r['median']:.2f}x"
+                        ax.annotate(speedup, at, ha="center", va="bottom", fontsize=8)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+        ax.margins(y=0.15)
+        ax.set_xticks(range(len(rs)), [r["size"].replace("xT", ", T") for r in rs], fontsize=7)
+        ax.set_ylabel("ms")
+        ax.set_title(f"{mode}, {dtype}", fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].legend(fontsize=8, loc="upper left")
+    fig.suptitle(
+        f"LLTM sequence on {data['machine_info'].get('device')} (label: speedup over {rnn} GRU)", fontsize=11
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def write_report(data: dict, out: Path) -> Path:
     """OUT/<slug>.md with the table, the targets and the plots it writes beside it."""
     mi = data["machine_info"]
     slug = _slug(str(mi.get("device")))
     out.mkdir(parents=True, exist_ok=True)
     images = []
-    for what, plot in (("bandwidth", plot_bandwidth), ("lltm", plot_lltm)):
+    for what, plot in (("bandwidth", plot_bandwidth), ("lltm", plot_lltm), ("lltm-sequence", plot_sequence)):
         if plot(data, out / f"{slug}-{what}.png"):
             images.append(f"![{what}]({slug}-{what}.png)")
     lines = [
@@ -336,18 +441,19 @@ def check_targets(data: dict) -> list[str]:
     targets = CPU_TARGETS if data["machine_info"].get("device") == "cpu" else CUDA_TARGETS
     all_rows = rows(data)
     largest = {}
-    for r in all_rows:
-        if r["case"] != "lltm":
-            largest[r["case"], r["dtype"]] = max(largest.get((r["case"], r["dtype"]), 0), r["n"])
+    sized = [r for r in all_rows if r["case"] != "lltm" and r["kind"] != "recurrent"]
+    for r in sized:
+        largest[r["case"], r["dtype"]] = max(largest.get((r["case"], r["dtype"]), 0), r["n"])
     out = []
     for r in all_rows:
-        if r["case"] != "lltm" and r["n"] < largest[r["case"], r["dtype"]]:
+        if r in sized and r["n"] < largest[r["case"], r["dtype"]]:
             continue
         checks = [
             *(CHAIN_TARGETS[r["case"].startswith("chain")] if r["kind"] == "chain" else []),
             *targets.get(r["case"], []),
             *targets.get((r["case"], r["size"]), []),
             *targets.get((r["case"], r["dtype"]), []),
+            *targets.get((r["case"], r["dtype"], r["size"]), []),
         ]
         for what, ok in checks:
             try:

@@ -1,7 +1,8 @@
-"""A DDP training run of kernforge.nn.LLTM, one process per GPU (NCCL), for
-tests/hardening/test_multi_gpu.py:
+"""A DDP training run of kernforge.nn.LLTM stepped over a sequence ("cell")
+or of kernforge.nn.LLTMSequence ("sequence"), one process per GPU (NCCL),
+for tests/hardening/test_multi_gpu.py:
 
-    python -m torch.distributed.run --standalone --nproc-per-node=N ddp_lltm.py OUT.pt
+    python -m torch.distributed.run --standalone --nproc-per-node=N ddp_lltm.py OUT.pt {cell,sequence}
 
 Every process runs the same global batches; each takes its 1/N of the rows,
 so the averaged gradients, and with them every step, match a run on one GPU.
@@ -25,27 +26,35 @@ BATCH, FEATURES, STATE, STEPS, SEQ = 64, 24, 48, 60, 6
 class Model(torch.nn.Module):
     """An LLTM over a sequence, then a linear readout of the last state."""
 
-    def __init__(self):
+    def __init__(self, kind: str):
         super().__init__()
-        self.cell = kernforge.nn.LLTM(FEATURES, STATE)
+        self.kind = kind
+        if kind == "cell":
+            self.cell = kernforge.nn.LLTM(FEATURES, STATE)
+        else:
+            self.sequence = kernforge.nn.LLTMSequence(FEATURES, STATE)
         self.readout = torch.nn.Linear(STATE, 1)
 
     def forward(self, xs):
-        h = xs.new_zeros(xs.shape[1], STATE)
-        c = xs.new_zeros(xs.shape[1], STATE)
-        for x in xs:
-            h, c = self.cell(x, (h, c))
+        if self.kind == "cell":
+            h = xs.new_zeros(xs.shape[1], STATE)
+            c = xs.new_zeros(xs.shape[1], STATE)
+            for x in xs:
+                h, c = self.cell(x, (h, c))
+        else:
+            _, (h_n, _) = self.sequence(xs)
+            h = h_n[-1]
         return self.readout(h).squeeze(1)
 
 
-def main(out: str) -> None:
+def main(out: str, kind: str) -> None:
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     local = int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
     device = torch.device("cuda", local)
     torch.manual_seed(0)  # the same initial weights on every rank (DDP also broadcasts rank 0's)
-    model = DistributedDataParallel(Model().to(device), device_ids=[local])
+    model = DistributedDataParallel(Model(kind).to(device), device_ids=[local])
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     data = torch.Generator().manual_seed(1)  # the same global batches on every rank
     rows = slice(rank * BATCH // world, (rank + 1) * BATCH // world)
@@ -84,4 +93,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])

@@ -83,12 +83,12 @@ def test_lltm_mixed_devices_are_refused(moved):
     assert "cuda:1" in str(info.value)
 
 
-def _train(nproc: int, out: Path) -> dict:
+def _train(nproc: int, out: Path, kind: str) -> dict:
     env = dict(os.environ)
     # NVLink multicast stays off (the hosts' GPUs are shared; see KINDS of the GPU host).
     env.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-               str(DDP_SCRIPT), str(out)]  # fmt: skip
+               str(DDP_SCRIPT), str(out), kind]  # fmt: skip
     run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, (
         f"torchrun with {nproc} processes failed:\n{run.stdout[-4000:]}\n{run.stderr[-4000:]}"
@@ -96,9 +96,11 @@ def _train(nproc: int, out: Path) -> dict:
     return torch.load(out)
 
 
-def test_ddp_on_two_gpus_matches_one(tmp_path):
-    one = _train(1, tmp_path / "one.pt")
-    two = _train(2, tmp_path / "two.pt")
+@pytest.mark.parametrize("kind", ["cell", "sequence"])
+def test_ddp_on_two_gpus_matches_one(tmp_path, kind):
+    # "sequence": kernforge.nn.LLTMSequence, its rows split over the ranks.
+    one = _train(1, tmp_path / "one.pt", kind)
+    two = _train(2, tmp_path / "two.pt", kind)
     assert two["world_size"] == 2 and one["world_size"] == 1
     assert two["kernels_on"] == [0, 1], "each rank must run the kernforge kernels on its own GPU"
     losses_one, losses_two = torch.tensor(one["losses"]), torch.tensor(two["losses"])

@@ -1,0 +1,108 @@
+"""The LLTM over whole sequences (kernforge.nn.LLTMSequence) against cuDNN's
+GRU (its gate GEMMs have the LLTM's shape, 3S x (S + F)) and LSTM (4/3 of
+the FLOPs), and a Python loop over kernforge's cell, in one process.
+"train" is forward + backward of output.sum() with the input and the
+weights needing gradients; "infer" is the forward under no_grad. TF32 off.
+On a GPU each training row also records the step's peak memory above what
+was allocated before it (extra_info peak_bytes)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import kernforge
+from conftest import DEVICE
+from cuda_timer import synchronized_clock
+
+# (B, F, S, T)
+SIZES = (
+    [(16, 32, 128, 64)]
+    if DEVICE == "cpu"
+    else [(16, 32, 128, 64), (64, 256, 512, 64), (256, 512, 1024, 32), (8, 64, 256, 512)]
+)
+DTYPES = [torch.float32] if DEVICE == "cpu" else [torch.float32, torch.bfloat16]
+CASES = [(size, dtype, mode) for size in SIZES for dtype in DTYPES for mode in ("train", "infer")]
+# (impl, case); the loop over the cell at the smallest size, fp32 training.
+RUNS = [(impl, case) for case in CASES for impl in ("kernforge", "gru", "lstm")] + [
+    ("loop", ((16, 32, 128, 64), torch.float32, "train"))
+]
+
+
+def _case_id(case):
+    (batch, features, state, steps), dtype, mode = case
+    return f"{batch}x{features}x{state}xT{steps}-{str(dtype).removeprefix('torch.')}-{mode}"
+
+
+class _CellLoop(torch.nn.Module):
+    """What users wrote before the sequence op: the cell stepped from Python."""
+
+    def __init__(self, features, state, dtype):
+        super().__init__()
+        self.cell = kernforge.nn.LLTM(features, state, device=DEVICE, dtype=dtype)
+
+    def forward(self, x):
+        h = c = x.new_zeros(x.shape[1], self.cell.state_size)
+        outs = []
+        for x_t in x:
+            h, c = self.cell(x_t, (h, c))
+            outs.append(h)
+        return torch.stack(outs), (h, c)
+
+
+def _model(impl, features, state, dtype):
+    if impl == "loop":
+        return _CellLoop(features, state, dtype)
+    cls = {"kernforge": kernforge.nn.LLTMSequence, "gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[impl]
+    model = cls(features, state, device=DEVICE, dtype=dtype)
+    if impl != "kernforge":
+        model.flatten_parameters()
+    return model
+
+
+@pytest.mark.parametrize(("impl", "case"), RUNS, ids=lambda v: v if isinstance(v, str) else _case_id(v))
+def test_lltm_sequence(benchmark, impl, case):
+    (batch, features, state, steps), dtype, mode = case
+    gen = torch.Generator(device=DEVICE).manual_seed(0)
+    x = torch.randn(steps, batch, features, device=DEVICE, generator=gen).to(dtype)
+    model = _model(impl, features, state, dtype)
+    if mode == "train":
+        x.requires_grad_()
+
+        def step():
+            out, _ = model(x)
+            out.sum().backward()
+    else:
+
+        def step():
+            with torch.no_grad():
+                model(x)
+
+    size = f"{batch}x{features}x{state}xT{steps}"
+    benchmark.extra_info.update(
+        case=f"lltm_sequence_{mode}",
+        impl=impl,
+        dtype=str(dtype).removeprefix("torch."),
+        n=steps * batch * state,
+        size=size,
+        bytes=0,
+        device=DEVICE,
+        kind="recurrent",
+        host_bound=batch * state < 1 << 14,
+    )
+    step()  # cuDNN plans, allocator blocks, cuBLAS handles
+    if DEVICE == "cuda" and mode == "train":
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        step()
+        torch.cuda.synchronize()
+        benchmark.extra_info["peak_bytes"] = torch.cuda.max_memory_allocated() - before
+    start = synchronized_clock()
+    step()
+    once = synchronized_clock() - start
+    warmup = max(2, math.ceil(0.3 / once))
+    rounds = max(7, min(30, math.ceil(1.0 / once)))
+    benchmark.pedantic(step, rounds=rounds, iterations=1, warmup_rounds=warmup)
