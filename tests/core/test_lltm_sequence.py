@@ -24,10 +24,11 @@ TOL = {
 }
 DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).removeprefix("torch."))
 # (T, B, F, S): one step, tile edges, a batch past one block of rows, and
-# on CUDA: the largest batch of the persistent kernel with several hidden
-# units a block (the last block short) and d_gates staged in several chunks,
-# and a batch above it (cuBLAS per step).
-SIZES = [(1, 2, 3, 4), (7, 5, 3, 9), (16, 33, 20, 40), (5, 64, 6, 521), (4, 300, 8, 64)]
+# on CUDA the persistent kernel's layouts: batch groups with a short last
+# group (B = 5, 33), several hidden units a block with the last block short
+# (S = 521), one group with the operand staged in chunks (S = 1024); and a
+# batch above it (cuBLAS per step).
+SIZES = [(1, 2, 3, 4), (7, 5, 3, 9), (16, 33, 20, 40), (5, 64, 6, 521), (3, 64, 5, 1024), (4, 300, 8, 64)]
 
 
 def _inputs(steps, batch, features, state, dtype, device, gen):
@@ -119,9 +120,10 @@ def test_output_mask(device, size):
     "needs", ["weight", "x", "x weight", "h0", "bias c0"], ids=lambda n: n.replace(" ", "_")
 )
 def test_only_needed_gradients_run_their_gemms(device, needs):
-    # The backward's GEMMs over all steps (the profiler sees them; the
-    # per-step recurrent addmm goes through the C shim and is not recorded):
-    # one for d_x when x needs it, one for d_W when the weight does.
+    # The backward's GEMMs over all steps that go through the dispatcher (the
+    # profiler sees them; the per-step recurrent addmm and d_W's h block go
+    # through the C shim and are not recorded): one for d_x when x needs
+    # it, one for d_W's x block when the weight does.
     gen = torch.Generator().manual_seed(69)
     ins = _inputs(6, 4, 5, 7, torch.float32, device, gen)
     names = ("x", "weight", "bias", "h0", "c0")

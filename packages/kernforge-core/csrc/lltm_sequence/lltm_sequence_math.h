@@ -8,7 +8,7 @@
 //   d_gates_t, d_c = cell'(g_t, d_c; gates_t, c_t)   per step, one gate pass
 //   g_{t-1} = grad_output_{t-1} + d_gates_t W_h      per step, an addmm
 //   d_x = d_gates W_x, d_W = d_gates^T [h_{t-1}, x_t], d_b = sum(d_gates)
-// the last three one GEMM or reduction each over all T * B rows.
+// the last three GEMMs or a reduction over all T * B rows.
 // Half and bfloat16 sequences keep their cell state in float (`cells`).
 #pragma once
 
@@ -99,14 +99,6 @@ inline Tensor rows(const Tensor& t, int64_t r0, int64_t rows, int64_t cols) {
 
 inline Tensor as_dtype(const Tensor& t, ScalarType dtype) {
   return t.scalar_type() == dtype ? t : torch::stable::to(t, dtype);
-}
-
-inline Tensor cat_rows(const Tensor& a, const Tensor& b) {
-  std::array<StableIValue, 2> stack{torch::stable::detail::from(std::vector<Tensor>{a, b}),
-                                    torch::stable::detail::from(int64_t{0})};
-  if (torch_call_dispatcher("aten::cat", "", stack.data(), TORCH_ABI_VERSION) != AOTI_TORCH_SUCCESS)
-    throw std::runtime_error("kernforge::lltm_sequence: aten::cat failed");
-  return torch::stable::detail::to<Tensor>(stack[0]);
 }
 
 // x [T, B, F] with T >= 1, W [3S, S+F], b [3S], h0 and c0 [B, S]: one
@@ -308,14 +300,24 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
     d_x = torch::stable::reshape(torch::stable::matmul(d_gates, torch::stable::narrow(Wv, 1, S, F)),
                                  {T, B, F});
   if (need_W) {
-    // [h_{t-1}, x_t] for every step, as rows: [T * B, S + F].
-    const Tensor xc = detail::contiguous(x);
-    const Tensor h_prev =
-        T > 1 ? seq::cat_rows(detail::contiguous(h0),
-                              seq::rows(detail::contiguous(output), 0, (T - 1) * B, S))
-              : detail::contiguous(h0);
-    d_W = torch::stable::matmul(torch::stable::transpose(d_gates, 0, 1),
-                                detail::cat_columns(h_prev, seq::rows(xc, 0, T * B, F)));
+    // d_W = d_gates^T [h_{t-1}, x_t] over all T * B rows, by column block
+    // (no [T * B, S + F] copy of the inputs): the h block, addmm into it,
+    // from h0 (step 0) and output (steps 1..T-1); the x block from x.
+    d_W = torch::stable::new_empty(x, {3 * S, S + F});
+    const Tensor dW_h = torch::stable::narrow(d_W, 1, 0, S);
+    const auto t_rows = [&](int64_t r0, int64_t n) {
+      return torch::stable::transpose(seq::rows(d_gates, r0, n, 3 * S), 0, 1);
+    };
+    Backend::addmm(dW_h, dW_h, t_rows(0, B), detail::contiguous(h0), 0.0);
+    if (T > 1)
+      Backend::addmm(dW_h, dW_h, t_rows(B, (T - 1) * B),
+                     seq::rows(detail::contiguous(output), 0, (T - 1) * B, S), 1.0);
+    if (F > 0) {
+      Tensor dW_x = torch::stable::narrow(d_W, 1, S, F);
+      torch::stable::copy_(
+          dW_x,
+          torch::stable::matmul(t_rows(0, T * B), seq::rows(detail::contiguous(x), 0, T * B, F)));
+    }
   }
   if (need_b) d_b = torch::stable::sum(d_gates, std::vector<int64_t>{0});
   Tensor d_h0 = need_h0 ? (B * S > 0 ? dh : torch::stable::new_zeros(x, {B, S})) : empty(x, {0});

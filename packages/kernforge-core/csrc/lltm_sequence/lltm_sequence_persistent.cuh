@@ -1,10 +1,12 @@
 // The recurrence of an LLTM sequence as one persistent kernel per direction,
-// for float, half and bfloat16 at small batch (the persistent-RNN idea):
-// block k owns the hidden units [k J, (k + 1) J) and keeps their slice of W_h
-// in shared memory (as float) for the whole sequence; per step it reads the
-// whole previous h (or d_gates) from L2, computes its units' part of the
-// recurrent product and their gate math, writes them, and the grid
-// synchronizes once (a cooperative launch keeps every block resident).
+// for float, half and bfloat16 at small batch (the persistent-RNN idea): a
+// block owns the hidden units [j0, j0 + J) of the batch rows [r0, r0 + R)
+// and keeps its units' slice of W_h in shared memory (as float) for the whole
+// sequence; per step it reads its rows of the previous h (or d_gates) from
+// L2, computes its units' part of the recurrent product and their gate math,
+// writes them, and the grid synchronizes once (a cooperative launch keeps
+// every block resident). Splitting the batch over groups of blocks cuts what
+// each block reads per step, at the price of a larger W slice a block.
 //   forward,  step t:  pre = P_t + b + h_{t-1} W_h^T  (its 3J columns)
 //                      -> gates_t, c_t, h_t = output_t  (its J columns)
 //   backward, step t:  d_gates_t, d_c from g_t, d_c    (its J units)
@@ -46,6 +48,8 @@ __device__ inline float load_l2(const T* p) {
 // of S (forward) or J rows of 3S (backward), rows kp floats apart.
 struct Plan {
   int blocks = 0, units = 0;  // grid size, J
+  int unit_groups = 0;        // blocks per batch group (blocks / unit_groups groups)
+  int rows = 0;               // batch rows per group (the last group may have fewer)
   int lanes = 0;              // threads that share one (unit, 4 rows) item: a power of 2
   int chunk = 0, stride = 0;  // staged operand: chunk values of K, stride floats per value
   int kp = 0;
@@ -164,62 +168,63 @@ template <class scalar_t>
 __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<scalar_t> a) {
   extern __shared__ float4 smem4[];
   const Plan& p = a.plan;
-  const int J = p.units, B = a.batch, S = a.S;
-  const int j0 = blockIdx.x * J, units = min(J, S - j0);
+  const int J = p.units, B = a.batch, S = a.S, RB = p.rows;
+  const int j0 = blockIdx.x % p.unit_groups * J, units = min(J, S - j0);
+  const int r0 = blockIdx.x / p.unit_groups * RB, R = min(RB, B - r0);
   float* ws = reinterpret_cast<float*>(smem4);  // [3J][kp]
   float* vt = ws + p.ws;                        // [chunk][stride]
-  float* pre = vt + p.chunk * p.stride;         // [3][J][B]
-  float* c = pre + 3 * J * B;                   // [J][B]
+  float* pre = vt + p.chunk * p.stride;         // [3][J][RB]
+  float* c = pre + 3 * J * RB;                  // [J][RB]
   for (int idx = threadIdx.x; idx < 3 * J * S; idx += blockDim.x) {
     const int row = idx / S, k = idx - row * S, g = row / J, j = row - g * J;
     ws[row * p.kp + k] = j < units ? static_cast<float>(a.W[(g * S + j0 + j) * a.ldw + k]) : 0.0f;
   }
-  for (int idx = threadIdx.x; idx < units * B; idx += blockDim.x) {
+  for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units;
-    c[j * B + b] = a.c0[b * S + j0 + j];
+    c[j * RB + b] = a.c0[(r0 + b) * S + j0 + j];
   }
   const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
   const int jt = item % J, b0 = item / J * kRows;
   // The gate pass's input (P_t + b) of element idx = (b, j), j fastest.
   const auto input = [&](int t, int idx, float (&in)[3]) {
     const int b = idx / units, s = j0 + idx - b * units;
-    const scalar_t* P = a.P + (static_cast<int64_t>(t) * B + b) * 3 * S;
+    const scalar_t* P = a.P + (static_cast<int64_t>(t) * B + r0 + b) * 3 * S;
 #pragma unroll
     for (int g = 0; g < 3; ++g)
       in[g] = static_cast<float>(P[g * S + s]) + static_cast<float>(a.bias[g * S + s]);
   };
   // With one element a thread, its input loads before the recurrent
   // product, so their latency is hidden behind it.
-  const bool one = units * B <= static_cast<int>(blockDim.x);
+  const bool one = units * R <= static_cast<int>(blockDim.x);
   auto grid = cooperative_groups::this_grid();
   for (int t = 0; t < a.T; ++t) {
     float next[3] = {0.0f, 0.0f, 0.0f};
-    if (one && static_cast<int>(threadIdx.x) < units * B) input(t, threadIdx.x, next);
+    if (one && static_cast<int>(threadIdx.x) < units * R) input(t, threadIdx.x, next);
+    const scalar_t* h = t == 0 ? a.h0 : a.output + static_cast<int64_t>(t - 1) * B * S;
     float acc[3][kRows];
-    recurrent_product<3>(ws, vt, t == 0 ? a.h0 : a.output + static_cast<int64_t>(t - 1) * B * S, S,
-                         S, B, p, acc);
-    if (lane == 0 && b0 < B)
+    recurrent_product<3>(ws, vt, h + r0 * S, S, S, R, p, acc);
+    if (lane == 0 && b0 < R)
 #pragma unroll
       for (int g = 0; g < 3; ++g)
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
-          if (b0 + r < B) pre[(g * J + jt) * B + b0 + r] = acc[g][r];
+          if (b0 + r < R) pre[(g * J + jt) * RB + b0 + r] = acc[g][r];
     __syncthreads();
-    for (int idx = threadIdx.x; idx < units * B; idx += blockDim.x) {
+    for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
       const int b = idx / units, j = idx - b * units, s = j0 + j;
-      const int64_t row = static_cast<int64_t>(t) * B + b;
+      const int64_t row = static_cast<int64_t>(t) * B + r0 + b;
       float in[3] = {next[0], next[1], next[2]};
       if (!one) input(t, idx, in);
       float i, o, z, cn, hn;
-      lltm_cell_forward<float>(in[0] + pre[j * B + b], in[1] + pre[(J + j) * B + b],
-                               in[2] + pre[(2 * J + j) * B + b], c[j * B + b], i, o, z, cn, hn);
+      lltm_cell_forward<float>(in[0] + pre[j * RB + b], in[1] + pre[(J + j) * RB + b],
+                               in[2] + pre[(2 * J + j) * RB + b], c[j * RB + b], i, o, z, cn, hn);
       scalar_t* g = a.gates + row * 3 * S;
       g[s] = static_cast<scalar_t>(i);
       g[S + s] = static_cast<scalar_t>(o);
       g[2 * S + s] = static_cast<scalar_t>(z);
       a.cells[row * S + s] = cn;
       a.output[row * S + s] = static_cast<scalar_t>(hn);
-      c[j * B + b] = cn;
+      c[j * RB + b] = cn;
     }
     if (t + 1 < a.T) grid.sync();
   }
@@ -240,55 +245,54 @@ template <class scalar_t>
 __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<scalar_t> a) {
   extern __shared__ float4 smem4[];
   const Plan& p = a.plan;
-  const int J = p.units, B = a.batch, S = a.S;
-  const int j0 = blockIdx.x * J, units = min(J, S - j0);
+  const int J = p.units, B = a.batch, S = a.S, RB = p.rows;
+  const int j0 = blockIdx.x % p.unit_groups * J, units = min(J, S - j0);
+  const int r0 = blockIdx.x / p.unit_groups * RB, R = min(RB, B - r0);
   float* ws = reinterpret_cast<float*>(smem4);  // [J][kp]: W_h's columns, transposed
   float* vt = ws + p.ws;                        // [chunk][stride]
-  float* dh = vt + p.chunk * p.stride;          // [J][B]
-  float* dc = dh + J * B;                       // [J][B]
+  float* dh = vt + p.chunk * p.stride;          // [J][RB]
+  float* dc = dh + J * RB;                      // [J][RB]
   for (int idx = threadIdx.x; idx < 3 * S * J; idx += blockDim.x) {
     const int g = idx / J, j = idx - g * J;
     ws[j * p.kp + g] = j < units ? static_cast<float>(a.W[g * a.ldw + j0 + j]) : 0.0f;
   }
-  for (int idx = threadIdx.x; idx < units * B; idx += blockDim.x) {
+  for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units, s = j0 + j;
-    dh[j * B + b] =
-        a.grad_output
-            ? static_cast<float>(a.grad_output[static_cast<int64_t>(a.T - 1) * B * S + b * S + s])
-            : 0.0f;
-    dc[j * B + b] = a.grad_cn ? a.grad_cn[b * S + s] : 0.0f;
+    const int64_t row = static_cast<int64_t>(a.T - 1) * B + r0 + b;
+    dh[j * RB + b] = a.grad_output ? static_cast<float>(a.grad_output[row * S + s]) : 0.0f;
+    dc[j * RB + b] = a.grad_cn ? a.grad_cn[(r0 + b) * S + s] : 0.0f;
   }
   const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
   const int jt = item % J, b0 = item / J * kRows;
   // The saved gates and cell of element idx = (b, j) at step t.
   const auto saved = [&](int t, int idx, float (&in)[4]) {
     const int b = idx / units, s = j0 + idx - b * units;
-    const int64_t row = static_cast<int64_t>(t) * B + b;
+    const int64_t row = static_cast<int64_t>(t) * B + r0 + b;
 #pragma unroll
     for (int g = 0; g < 3; ++g) in[g] = static_cast<float>(a.gates[row * 3 * S + g * S + s]);
     in[3] = a.cells[row * S + s];
   };
   // With one element a thread, the next step's saved values load before the
   // grid synchronization and the recurrent product, hiding their latency.
-  const bool one = units * B <= static_cast<int>(blockDim.x);
-  const bool owner = one && static_cast<int>(threadIdx.x) < units * B;
+  const bool one = units * R <= static_cast<int>(blockDim.x);
+  const bool owner = one && static_cast<int>(threadIdx.x) < units * R;
   float next[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   if (owner) saved(a.T - 1, threadIdx.x, next);
   auto grid = cooperative_groups::this_grid();
   for (int t = a.T - 1; t >= 0; --t) {
     __syncthreads();  // dh is complete
-    for (int idx = threadIdx.x; idx < units * B; idx += blockDim.x) {
+    for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
       const int b = idx / units, j = idx - b * units, s = j0 + j;
       float in[4] = {next[0], next[1], next[2], next[3]};
       if (!one) saved(t, idx, in);
       float d0, d1, d2, dcn;
-      lltm_cell_backward<float>(dh[j * B + b], dc[j * B + b], in[0], in[1], in[2], in[3], d0, d1,
+      lltm_cell_backward<float>(dh[j * RB + b], dc[j * RB + b], in[0], in[1], in[2], in[3], d0, d1,
                                 d2, dcn);
-      scalar_t* d = a.d_gates + (static_cast<int64_t>(t) * B + b) * 3 * S;
+      scalar_t* d = a.d_gates + (static_cast<int64_t>(t) * B + r0 + b) * 3 * S;
       d[s] = static_cast<scalar_t>(d0);
       d[S + s] = static_cast<scalar_t>(d1);
       d[2 * S + s] = static_cast<scalar_t>(d2);
-      dc[j * B + b] = dcn;
+      dc[j * RB + b] = dcn;
     }
     if (t == 0 && !a.d_h0) break;
     if (owner && t > 0) saved(t - 1, threadIdx.x, next);
@@ -296,23 +300,23 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
     if (lane == 0 && jt < units && t > 0 && a.grad_output)
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
-        if (b0 + r < B)
+        if (b0 + r < R)
           go[r] = static_cast<float>(
-              a.grad_output[(static_cast<int64_t>(t - 1) * B + b0 + r) * S + j0 + jt]);
+              a.grad_output[(static_cast<int64_t>(t - 1) * B + r0 + b0 + r) * S + j0 + jt]);
     grid.sync();
     float acc[1][kRows];
-    recurrent_product<1>(ws, vt, a.d_gates + static_cast<int64_t>(t) * B * 3 * S, 3 * S, 3 * S, B,
-                         p, acc);
+    const scalar_t* d_gates = a.d_gates + static_cast<int64_t>(t) * B * 3 * S;
+    recurrent_product<1>(ws, vt, d_gates + r0 * 3 * S, 3 * S, 3 * S, R, p, acc);
     if (lane == 0 && jt < units)
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
-        if (b0 + r < B) dh[jt * B + b0 + r] = acc[0][r] + go[r];
+        if (b0 + r < R) dh[jt * RB + b0 + r] = acc[0][r] + go[r];
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < units * B; idx += blockDim.x) {
+  for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units, s = j0 + j;
-    a.d_c0[b * S + s] = dc[j * B + b];
-    if (a.d_h0) a.d_h0[b * S + s] = static_cast<scalar_t>(dh[j * B + b]);
+    a.d_c0[(r0 + b) * S + s] = dc[j * RB + b];
+    if (a.d_h0) a.d_h0[(r0 + b) * S + s] = static_cast<scalar_t>(dh[j * RB + b]);
   }
 }
 
@@ -326,39 +330,46 @@ inline int max_shared_bytes(int32_t device) {
   return n;
 }
 
-// The plan for a direction (K = S forward, 3S backward; extra: floats of
-// per-block state beside the W slice and the staged operand), or blocks = 0
-// where the persistent kernel does not fit: batch above kMaxBatch, too many
-// (unit, rows) items for one block, or the W slice beyond shared memory.
+// The plan for a direction (K = S forward, 3S backward), or blocks = 0
+// where the persistent kernel does not apply: a batch above kMaxBatch, or no
+// layout within a block's threads and shared memory. The batch splits into
+// the most groups (up to 8, of kRows rows or more) for which a block's W
+// slice and its whole staged operand fit; else one group, with the operand
+// staged in chunks of 32 values of K or more (each chunk costs a round trip
+// to L2 and two barriers).
 inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device) {
-  Plan p;
-  if (batch > kMaxBatch || S == 0 || batch == 0) return p;
-  const int64_t sms = cuda::sm_count(device);
-  const int64_t J = (S + sms - 1) / sms;
-  const int64_t items = J * ((batch + kRows - 1) / kRows);
-  if (items > kThreads) return p;
-  int lanes = 1;
-  while (lanes < 32 && items * lanes * 2 <= kThreads) lanes *= 2;
-  const int64_t K = backward ? 3 * S : S, rows = backward ? J : 3 * J;
-  const int64_t stride = (batch + kRows - 1) / kRows * kRows + 4;  // staggers the banks
-  const int64_t kp = (K + 31) / 32 * 32 + lanes % 32;  // items of one warp on distinct banks
-  const int64_t extra = backward ? 2 * J * batch : 4 * J * batch;
-  const int64_t ws = (rows * kp + 3) / 4 * 4;
-  // The staged operand takes what shared memory is left, in chunks of 32
-  // values of K: each chunk costs a round trip to L2 and two barriers.
-  const int64_t left = max_shared_bytes(device) / 4 - ws - extra;
-  const int64_t chunk = std::min<int64_t>(K, left / stride / 32 * 32);
-  if (chunk < 32 && chunk < K) return p;
-  const int64_t bytes = 4 * (ws + chunk * stride + extra);
-  p.blocks = static_cast<int>((S + J - 1) / J);
-  p.units = static_cast<int>(J);
-  p.lanes = lanes;
-  p.chunk = static_cast<int>(chunk);
-  p.stride = static_cast<int>(stride);
-  p.kp = static_cast<int>(kp);
-  p.ws = static_cast<int>(ws);
-  p.smem = static_cast<size_t>(bytes);
-  return p;
+  if (batch > kMaxBatch || S == 0 || batch == 0) return {};
+  const int64_t sms = cuda::sm_count(device), K = backward ? 3 * S : S;
+  const int64_t limit = max_shared_bytes(device) / 4;
+  for (int64_t groups = 8; groups >= 1; groups /= 2) {
+    const int64_t rows =
+        groups == 1 ? batch : ((batch + groups - 1) / groups + kRows - 1) / kRows * kRows;
+    if ((batch + rows - 1) / rows != groups || sms / groups == 0) continue;
+    const int64_t J = (S + sms / groups - 1) / (sms / groups);
+    const int64_t items = J * ((rows + kRows - 1) / kRows);
+    if (items > kThreads) continue;
+    int lanes = 1;
+    while (lanes < 32 && items * lanes * 2 <= kThreads) lanes *= 2;
+    const int64_t stride = (rows + kRows - 1) / kRows * kRows + 4;  // staggers the banks
+    const int64_t kp = (K + 31) / 32 * 32 + lanes % 32;  // items of one warp on distinct banks
+    const int64_t extra = (backward ? 2 : 4) * J * rows;
+    const int64_t ws = ((backward ? J : 3 * J) * kp + 3) / 4 * 4;
+    const int64_t chunk = std::min<int64_t>(K, (limit - ws - extra) / stride / 32 * 32);
+    if (groups > 1 ? chunk < K : chunk < std::min<int64_t>(K, 32)) continue;
+    Plan p;
+    p.unit_groups = static_cast<int>((S + J - 1) / J);
+    p.blocks = p.unit_groups * static_cast<int>(groups);
+    p.units = static_cast<int>(J);
+    p.rows = static_cast<int>(rows);
+    p.lanes = lanes;
+    p.chunk = static_cast<int>(chunk);
+    p.stride = static_cast<int>(stride);
+    p.kp = static_cast<int>(kp);
+    p.ws = static_cast<int>(ws);
+    p.smem = static_cast<size_t>(4 * (ws + chunk * stride + extra));
+    return p;
+  }
+  return {};
 }
 
 template <auto Kernel, class Args>
