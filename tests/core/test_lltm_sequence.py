@@ -116,6 +116,22 @@ def test_output_mask(device, size):
             torch.testing.assert_close(g, f if m else f.new_empty((0,)), rtol=0, atol=0)
 
 
+def test_grad_output_of_any_strides(device):
+    # output.sum() hands the backward one value expanded (all strides 0); a
+    # gradient may also come transposed. Both read as their contiguous copy.
+    gen = torch.Generator().manual_seed(71)
+    x, W, b, h0, c0 = _inputs(5, 6, 4, 7, torch.float32, device, gen)
+    out, _, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+    saved = (x, W, h0, out, cells, gates)
+    transposed = random((6, 5, 7), torch.float32, device, gen).transpose(0, 1)
+    expanded = torch.tensor(0.7, device=device).expand(5, 6, 7)
+    for go in (transposed, expanded):
+        got = torch.ops.kernforge.lltm_sequence_backward(go, None, *saved, [True] * 5)
+        want = torch.ops.kernforge.lltm_sequence_backward(go.contiguous(), None, *saved, [True] * 5)
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize(
     "needs", ["weight", "x", "x weight", "h0", "bias c0"], ids=lambda n: n.replace(" ", "_")
 )

@@ -55,9 +55,10 @@ struct SeqStepBackward {
 // shape (it returns false otherwise and the driver steps as above). Forward:
 // P [T, B, 3S] = x W_x^T, bias, W [3S, ldw] (W_h its first S columns), h0,
 // c0 (cell type) -> gates, cells, output. Backward: grad_output [T, B, S]
-// and grad_cn [B, S] (either may be null: zero), gates, cells, W ->
-// d_gates [T, B, 3S], d_c0 (cell type) and, unless null, d_h0. All
-// contiguous.
+// (of any strides, in elements: autograd's gradient of output.sum() is one
+// value expanded) and grad_cn [B, S] (either may be null: zero), gates,
+// cells, W -> d_gates [T, B, 3S], d_c0 (cell type) and, unless null, d_h0.
+// All else contiguous.
 struct SeqRecurrence {
   const void *P, *bias, *W, *h0, *c0;
   void *gates, *cells, *output;
@@ -68,6 +69,7 @@ struct SeqRecurrence {
 
 struct SeqRecurrenceBackward {
   const void *grad_output, *grad_cn, *gates, *cells, *W;
+  std::array<int64_t, 3> grad_output_strides;
   void *d_gates, *d_h0, *d_c0;
   int64_t ldw, steps, batch, state;
   ScalarType dtype;
@@ -248,7 +250,6 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   const std::array<Tensor, 2> dc{torch::stable::new_empty(x, {B, S}, cell),
                                  torch::stable::new_empty(x, {B, S}, cell)};
   const Tensor zero = torch::stable::new_zeros(cells, {1});  // of the cell type: reads as either
-  const Tensor go = grad_output ? detail::contiguous(*grad_output) : Tensor();
   const Tensor gcn = grad_cn ? detail::contiguous(seq::as_dtype(*grad_cn, cell)) : Tensor();
   const Tensor gatesc = detail::contiguous(gates), cellsc = detail::contiguous(cells);
   Tensor Wv = W;
@@ -256,12 +257,26 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
   const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
   const Tensor Wc = detail::contiguous(W);
+  // grad_output is read in place by the whole recurrence, made contiguous
+  // (a [T, B, S] copy) only for the stepping below.
+  const auto stride = [&](int d) { return grad_output ? grad_output->stride(d) : 0; };
   const bool whole = B * S > 0 && Backend::recurrence(SeqRecurrenceBackward{
-                                      go.defined() ? go.data_ptr() : nullptr,
-                                      gcn.defined() ? gcn.data_ptr() : nullptr, gatesc.data_ptr(),
-                                      cellsc.data_ptr(), Wc.data_ptr(), d_gates.data_ptr(),
-                                      need_h0 ? dh.data_ptr() : nullptr, dc[0].data_ptr(), S + F, T,
-                                      B, S, dtype, x.get_device_index()});
+                                      grad_output ? grad_output->data_ptr() : nullptr,
+                                      gcn.defined() ? gcn.data_ptr() : nullptr,
+                                      gatesc.data_ptr(),
+                                      cellsc.data_ptr(),
+                                      Wc.data_ptr(),
+                                      {stride(0), stride(1), stride(2)},
+                                      d_gates.data_ptr(),
+                                      need_h0 ? dh.data_ptr() : nullptr,
+                                      dc[0].data_ptr(),
+                                      S + F,
+                                      T,
+                                      B,
+                                      S,
+                                      dtype,
+                                      x.get_device_index()});
+  const Tensor go = grad_output && !whole ? detail::contiguous(*grad_output) : Tensor();
   if (B * S > 0 && !whole) {  // else d_gates has no elements, or is made
     for (int64_t t = T - 1; t >= 0; --t) {
       SeqStepBackward p{zero.data_ptr(),

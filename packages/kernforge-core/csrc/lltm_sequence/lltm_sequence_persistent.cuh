@@ -233,6 +233,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
 template <class scalar_t>
 struct BackwardArgs {
   const scalar_t *grad_output, *gates, *W;  // grad_output may be null (zero)
+  int64_t go_t, go_b, go_s;                 // grad_output's strides
   const float *grad_cn, *cells;             // grad_cn may be null (zero)
   scalar_t *d_gates, *d_h0;                 // d_h0 null: not asked for
   float* d_c0;
@@ -258,8 +259,8 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
   }
   for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units, s = j0 + j;
-    const int64_t row = static_cast<int64_t>(a.T - 1) * B + r0 + b;
-    dh[j * RB + b] = a.grad_output ? static_cast<float>(a.grad_output[row * S + s]) : 0.0f;
+    const int64_t at = (a.T - 1) * a.go_t + (r0 + b) * a.go_b + s * a.go_s;
+    dh[j * RB + b] = a.grad_output ? static_cast<float>(a.grad_output[at]) : 0.0f;
     dc[j * RB + b] = a.grad_cn ? a.grad_cn[(r0 + b) * S + s] : 0.0f;
   }
   const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
@@ -302,7 +303,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
       for (int r = 0; r < kRows; ++r)
         if (b0 + r < R)
           go[r] = static_cast<float>(
-              a.grad_output[(static_cast<int64_t>(t - 1) * B + r0 + b0 + r) * S + j0 + jt]);
+              a.grad_output[(t - 1) * a.go_t + (r0 + b0 + r) * a.go_b + (j0 + jt) * a.go_s]);
     grid.sync();
     float acc[1][kRows];
     const scalar_t* d_gates = a.d_gates + static_cast<int64_t>(t) * B * 3 * S;
