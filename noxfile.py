@@ -308,7 +308,11 @@ def test_cuda(session: nox.Session) -> None:
 SANITIZE_LOGS = ROOT / "sanitize-logs"
 SANITIZERS = {
     "memcheck": ["--leak-check=no", "--report-api-errors=no"],
-    "racecheck": ["--racecheck-report=all"],
+    # cuBLAS's own Hopper GEMM kernels (nvjet_*) stage tiles in shared memory
+    # with asynchronous copies: racecheck reported WAR hazards inside them (the
+    # sequence op's torch.mm calls, fp32 and fp16), none in kernforge's kernels.
+    # It checks every kernel but those.
+    "racecheck": ["--racecheck-report=all", "--kernel-name-exclude", "kns=nvjet"],
     "initcheck": ["--report-api-errors=no"],
     "synccheck": [],
 }

@@ -46,6 +46,9 @@ def _poison(device, *shapes):
         del blocks
 
 
+# nox -s sanitize runs the CUDA cases of the tests marked sanitize: every
+# layout of the persistent kernels and the cuBLAS path, both directions.
+@pytest.mark.sanitize
 @DTYPES
 @pytest.mark.parametrize("size", SIZES, ids=str)
 def test_matches_a_loop_over_the_cell(device, dtype, size):
@@ -102,6 +105,7 @@ def test_one_output_used(device, used):
 MASKS = [[bool(m >> i & 1) for i in range(5)] for m in range(1, 32)]
 
 
+@pytest.mark.sanitize
 @pytest.mark.parametrize("size", [(5, 3, 4, 6), (2, 0, 3, 4)], ids=str)
 def test_output_mask(device, size):
     gen = torch.Generator().manual_seed(67)
@@ -116,6 +120,7 @@ def test_output_mask(device, size):
             torch.testing.assert_close(g, f if m else f.new_empty((0,)), rtol=0, atol=0)
 
 
+@pytest.mark.sanitize
 def test_grad_output_of_any_strides(device):
     # output.sum() hands the backward one value expanded (all strides 0); a
     # gradient may also come transposed. Both read as their contiguous copy.
