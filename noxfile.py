@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -308,11 +309,7 @@ def test_cuda(session: nox.Session) -> None:
 SANITIZE_LOGS = ROOT / "sanitize-logs"
 SANITIZERS = {
     "memcheck": ["--leak-check=no", "--report-api-errors=no"],
-    # cuBLAS's own Hopper GEMM kernels (nvjet_*) stage tiles in shared memory
-    # with asynchronous copies: racecheck reported WAR hazards inside them (the
-    # sequence op's torch.mm calls, fp32 and fp16), none in kernforge's kernels.
-    # It checks every kernel but those.
-    "racecheck": ["--racecheck-report=all", "--kernel-name-exclude", "kns=nvjet"],
+    "racecheck": ["--racecheck-report=all"],
     "initcheck": ["--report-api-errors=no"],
     "synccheck": [],
 }
@@ -348,6 +345,8 @@ def sanitize(session: nox.Session) -> None:
         summary = next(  # racecheck's reads "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
             (line for line in reversed(text.splitlines()) if "SUMMARY: " in line), "no summary"
         )
+        if tool == "racecheck":
+            summary = _racecheck_outside_cublas(text, summary)
         passed = next(
             (line for line in reversed(text.splitlines()) if " passed" in line or " failed" in line), ""
         )
@@ -359,6 +358,22 @@ def sanitize(session: nox.Session) -> None:
         not any(c in line for c in clean) or " failed" in line or "passed" not in line for line in summaries
     ):
         session.error(f"compute-sanitizer reported errors or tests failed (logs in {SANITIZE_LOGS})")
+
+
+def _racecheck_outside_cublas(log: str, summary: str) -> str:
+    """racecheck's summary, reading clean when every hazard it reported lies
+    inside cuBLAS's own Hopper GEMM kernels (nvjet_*): they stage tiles in
+    shared memory with asynchronous copies that racecheck reports as WAR
+    hazards (seen in the GEMMs kernforge's sequence op runs through torch's
+    mm, bf16 and fp16). Excluding them from instrumentation instead
+    (--kernel-name-exclude) made the sanitizer fail on a hardware exception."""
+    reports = log.split("Error: ")[1:]
+    kernels = [re.findall(r"(?:Thread \([^)]*\)|access) at (\S+?)\+0x", r) for r in reports]
+    ours = [k for k in kernels if not k or not all(name.startswith("nvjet_") for name in k)]
+    if not reports or ours or "hazard" not in summary:
+        return summary
+    clean = "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
+    return f"{clean} outside cuBLAS; {summary.strip('= ')} in nvjet_*"
 
 
 def _prepare_cuda_session(session: nox.Session, wheels: list[str]) -> None:
