@@ -42,7 +42,7 @@ struct CpuSequence {
   static bool recurrence(const SeqRecurrenceBackward&) { return false; }
 
   // The row pass adds each chunk's d_gates into column sums; the sequence
-  // takes d_b from one sum over all steps instead, so these are scratch.
+  // takes d_b from one product over all steps instead, so these are scratch.
   static void step_backward(const SeqStepBackward& p) {
     dispatch<Dtypes::Floating>(p.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;

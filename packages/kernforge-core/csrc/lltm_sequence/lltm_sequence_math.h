@@ -7,8 +7,8 @@
 // and in reverse for the backward:
 //   d_gates_t, d_c = cell'(g_t, d_c; gates_t, c_t)   per step, one gate pass
 //   g_{t-1} = grad_output_{t-1} + d_gates_t W_h      per step, an addmm
-//   d_x = d_gates W_x, d_W = d_gates^T [h_{t-1}, x_t], d_b = sum(d_gates)
-// the last three GEMMs or a reduction over all T * B rows.
+//   d_x = d_gates W_x, d_W = d_gates^T [h_{t-1}, x_t], d_b = 1^T d_gates
+// the last three GEMMs over all T * B rows.
 // Half and bfloat16 sequences keep their cell state in float (`cells`).
 #pragma once
 
@@ -334,7 +334,14 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
           torch::stable::matmul(t_rows(0, T * B), seq::rows(detail::contiguous(x), 0, T * B, F)));
     }
   }
-  if (need_b) d_b = torch::stable::sum(d_gates, std::vector<int64_t>{0});
+  if (need_b) {
+    // A [1, T * B] x [T * B, 3S] product: a sum over dim 0 of a CUDA tensor
+    // stages its partial results in a buffer (48 MiB at T * B = 4096, 3S =
+    // 1536) larger than the whole saved sequence of a bfloat16 layer.
+    Tensor ones = torch::stable::new_empty(x, {1, T * B});
+    torch::stable::fill_(ones, 1.0);
+    d_b = torch::stable::reshape(torch::stable::matmul(ones, d_gates), {3 * S});
+  }
   Tensor d_h0 = need_h0 ? (B * S > 0 ? dh : torch::stable::new_zeros(x, {B, S})) : empty(x, {0});
   Tensor d_c0 = empty(x, {0});
   if (need_c0) d_c0 = B * S > 0 ? seq::as_dtype(dc[0], dtype) : torch::stable::new_zeros(x, {B, S});
