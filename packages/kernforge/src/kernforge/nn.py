@@ -171,6 +171,8 @@ class LLTMSequence(nn.Module):
             x, (h, c) = fn(x, weight, bias, h0[k], c0[k])
             h_n.append(h)
             c_n.append(c)
+        if len(h_n) == 1:  # no copies (two launches) for the common single layer
+            return x, h_n[0].unsqueeze(0), c_n[0].unsqueeze(0)
         return x, torch.stack(h_n), torch.stack(c_n)
 
     def _state(self, hx, batch: int, like: Tensor, batched: bool) -> tuple[Tensor, Tensor]:
