@@ -24,11 +24,24 @@ TOL = {
 }
 DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).removeprefix("torch."))
 # (T, B, F, S): one step, tile edges, a batch past one block of rows, and
-# on CUDA the persistent kernel's layouts: batch groups with a short last
-# group (B = 5, 33), several hidden units a block with the last block short
-# (S = 521), one group with the operand staged in chunks (S = 1024); and a
-# batch above it (cuBLAS per step).
-SIZES = [(1, 2, 3, 4), (7, 5, 3, 9), (16, 33, 20, 40), (5, 64, 6, 521), (3, 64, 5, 1024), (4, 300, 8, 64)]
+# on CUDA the persistent kernels' layouts. One thread-block cluster: 4 and 9
+# blocks (over the portable 8) of one unit, 14 blocks of 3 units with the
+# last short (B = 33), 16 blocks of 16 units (S = 256), a batch of 64. The
+# cooperative grid: batch groups with a short last group (B = 33, S = 300),
+# several hidden units a block with the last block short (S = 521), one
+# group with the operand staged in chunks (S = 1024). And a batch above
+# them (cuBLAS per step).
+SIZES = [
+    (1, 2, 3, 4),
+    (7, 5, 3, 9),
+    (16, 33, 20, 40),
+    (3, 8, 4, 256),
+    (4, 64, 5, 96),
+    (6, 33, 7, 300),
+    (5, 64, 6, 521),
+    (3, 64, 5, 1024),
+    (4, 300, 8, 64),
+]
 
 
 def _inputs(steps, batch, features, state, dtype, device, gen):
@@ -106,7 +119,7 @@ MASKS = [[bool(m >> i & 1) for i in range(5)] for m in range(1, 32)]
 
 
 @pytest.mark.sanitize
-@pytest.mark.parametrize("size", [(5, 3, 4, 6), (2, 0, 3, 4)], ids=str)
+@pytest.mark.parametrize("size", [(5, 3, 4, 6), (3, 3, 4, 600), (2, 0, 3, 4)], ids=str)
 def test_output_mask(device, size):
     gen = torch.Generator().manual_seed(67)
     x, W, b, h0, c0 = _inputs(*size, torch.float32, device, gen)
@@ -121,15 +134,16 @@ def test_output_mask(device, size):
 
 
 @pytest.mark.sanitize
-def test_grad_output_of_any_strides(device):
+@pytest.mark.parametrize("state", [7, 600])  # on CUDA: one cluster, the grid
+def test_grad_output_of_any_strides(device, state):
     # output.sum() hands the backward one value expanded (all strides 0); a
     # gradient may also come transposed. Both read as their contiguous copy.
     gen = torch.Generator().manual_seed(71)
-    x, W, b, h0, c0 = _inputs(5, 6, 4, 7, torch.float32, device, gen)
+    x, W, b, h0, c0 = _inputs(5, 6, 4, state, torch.float32, device, gen)
     out, _, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
     saved = (x, W, h0, out, cells, gates)
-    transposed = random((6, 5, 7), torch.float32, device, gen).transpose(0, 1)
-    expanded = torch.tensor(0.7, device=device).expand(5, 6, 7)
+    transposed = random((6, 5, state), torch.float32, device, gen).transpose(0, 1)
+    expanded = torch.tensor(0.7, device=device).expand(5, 6, state)
     for go in (transposed, expanded):
         got = torch.ops.kernforge.lltm_sequence_backward(go, None, *saved, [True] * 5)
         want = torch.ops.kernforge.lltm_sequence_backward(go.contiguous(), None, *saved, [True] * 5)
@@ -144,7 +158,8 @@ def test_only_needed_gradients_run_their_gemms(device, needs):
     # The backward's GEMMs over all steps that go through the dispatcher (the
     # profiler sees them; the per-step recurrent addmm and d_W's h block go
     # through the C shim and are not recorded): one for d_x when x needs
-    # it, one for d_W's x block when the weight does.
+    # it, one for d_W's x block when the weight does, one for d_b when the
+    # bias does.
     gen = torch.Generator().manual_seed(69)
     ins = _inputs(6, 4, 5, 7, torch.float32, device, gen)
     names = ("x", "weight", "bias", "h0", "c0")
@@ -154,7 +169,7 @@ def test_only_needed_gradients_run_their_gemms(device, needs):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         (out.sum() + c_n.sum()).backward()
     gemms = sum(e.count for e in prof.key_averages() if e.key in ("aten::mm", "aten::addmm"))
-    assert gemms == ("x" in needs.split()) + ("weight" in needs)
+    assert gemms == ("x" in needs.split()) + ("weight" in needs) + ("bias" in needs)
     for name, t in zip(names, ins, strict=True):
         assert (t.grad is not None) == (name in needs.split()), name
 

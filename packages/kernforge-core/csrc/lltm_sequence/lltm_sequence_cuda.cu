@@ -1,6 +1,8 @@
 // The LLTM sequence on CUDA: the driver of lltm_sequence_math.h. At small
 // batch (float, half, bfloat16) the whole recurrence is one persistent kernel
-// per direction (lltm_sequence_persistent.cuh); otherwise cuBLAS GEMMs
+// per direction: one thread-block cluster for the smallest sequences
+// (lltm_sequence_cluster.cuh), else a cooperative grid
+// (lltm_sequence_persistent.cuh); otherwise cuBLAS GEMMs
 // (torch's addmm into views, through the C shim) and, per step, one forward
 // gate kernel (below) or the cell's backward gate kernel
 // (lltm/lltm_cuda_gates.cuh).
@@ -13,8 +15,8 @@
 #include "common/dispatch.h"
 #include "common/elementwise_cuda.cuh"
 #include "lltm/lltm_cuda_gates.cuh"
+#include "lltm_sequence/lltm_sequence_cluster.cuh"
 #include "lltm_sequence/lltm_sequence_math.h"
-#include "lltm_sequence/lltm_sequence_persistent.cuh"
 
 namespace kernforge {
 namespace {
@@ -74,59 +76,77 @@ struct CudaSequence {
     });
   }
 
-  static bool recurrence(const SeqRecurrence& r) {
-    if (r.dtype == ScalarType::Double) return false;
-    const cuda_seq::Plan plan = cuda_seq::plan(r.batch, r.state, false, r.device);
+  // One cluster where the sequence is small enough (lltm_sequence_cluster.cuh),
+  // else the grid of lltm_sequence_persistent.cuh, else false: stepping.
+  template <auto ClusterKernel, auto GridKernel, class Make>
+  static bool run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device) {
+    cuda_seq::Plan plan = cuda_seq::cluster_plan(
+        batch, state, backward, cuda_seq::max_cluster<ClusterKernel>(device), device);
+    if (plan.blocks > 0) {
+      cuda_seq::launch_cluster<ClusterKernel>(make(plan), device);
+      return true;
+    }
+    plan = cuda_seq::plan(batch, state, backward, device);
     if (plan.blocks == 0) return false;
-    dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
-      using scalar_t = typename decltype(tag)::type;
-      if constexpr (!std::is_same_v<scalar_t, double>) {
-        const cuda_seq::ForwardArgs<scalar_t> a{static_cast<const scalar_t*>(r.P),
-                                                static_cast<const scalar_t*>(r.bias),
-                                                static_cast<const scalar_t*>(r.W),
-                                                static_cast<const scalar_t*>(r.h0),
-                                                static_cast<const float*>(r.c0),
-                                                static_cast<scalar_t*>(r.gates),
-                                                static_cast<scalar_t*>(r.output),
-                                                static_cast<float*>(r.cells),
-                                                r.ldw,
-                                                static_cast<int>(r.steps),
-                                                static_cast<int>(r.batch),
-                                                static_cast<int>(r.state),
-                                                plan};
-        cuda_seq::launch<cuda_seq::forward_kernel<scalar_t>>(a, r.device);
-      }
-    });
+    cuda_seq::launch<GridKernel>(make(plan), device);
     return true;
   }
 
-  static bool recurrence(const SeqRecurrenceBackward& r) {
-    if (r.dtype == ScalarType::Double) return false;
-    const cuda_seq::Plan plan = cuda_seq::plan(r.batch, r.state, true, r.device);
-    if (plan.blocks == 0) return false;
+  static bool recurrence(const SeqRecurrence& r) {
+    bool ran = false;
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<scalar_t, double>) {
-        const cuda_seq::BackwardArgs<scalar_t> a{static_cast<const scalar_t*>(r.grad_output),
-                                                 static_cast<const scalar_t*>(r.gates),
+        const auto make = [&](const cuda_seq::Plan& plan) {
+          return cuda_seq::ForwardArgs<scalar_t>{static_cast<const scalar_t*>(r.P),
+                                                 static_cast<const scalar_t*>(r.bias),
                                                  static_cast<const scalar_t*>(r.W),
-                                                 r.grad_output_strides[0],
-                                                 r.grad_output_strides[1],
-                                                 r.grad_output_strides[2],
-                                                 static_cast<const float*>(r.grad_cn),
-                                                 static_cast<const float*>(r.cells),
-                                                 static_cast<scalar_t*>(r.d_gates),
-                                                 static_cast<scalar_t*>(r.d_h0),
-                                                 static_cast<float*>(r.d_c0),
+                                                 static_cast<const scalar_t*>(r.h0),
+                                                 static_cast<const float*>(r.c0),
+                                                 static_cast<scalar_t*>(r.gates),
+                                                 static_cast<scalar_t*>(r.output),
+                                                 static_cast<float*>(r.cells),
                                                  r.ldw,
                                                  static_cast<int>(r.steps),
                                                  static_cast<int>(r.batch),
                                                  static_cast<int>(r.state),
                                                  plan};
-        cuda_seq::launch<cuda_seq::backward_kernel<scalar_t>>(a, r.device);
+        };
+        ran = run<cuda_seq::cluster_forward_kernel<scalar_t>, cuda_seq::forward_kernel<scalar_t>>(
+            make, r.batch, r.state, false, r.device);
       }
     });
-    return true;
+    return ran;
+  }
+
+  static bool recurrence(const SeqRecurrenceBackward& r) {
+    bool ran = false;
+    dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
+      using scalar_t = typename decltype(tag)::type;
+      if constexpr (!std::is_same_v<scalar_t, double>) {
+        const auto make = [&](const cuda_seq::Plan& plan) {
+          return cuda_seq::BackwardArgs<scalar_t>{static_cast<const scalar_t*>(r.grad_output),
+                                                  static_cast<const scalar_t*>(r.gates),
+                                                  static_cast<const scalar_t*>(r.W),
+                                                  r.grad_output_strides[0],
+                                                  r.grad_output_strides[1],
+                                                  r.grad_output_strides[2],
+                                                  static_cast<const float*>(r.grad_cn),
+                                                  static_cast<const float*>(r.cells),
+                                                  static_cast<scalar_t*>(r.d_gates),
+                                                  static_cast<scalar_t*>(r.d_h0),
+                                                  static_cast<float*>(r.d_c0),
+                                                  r.ldw,
+                                                  static_cast<int>(r.steps),
+                                                  static_cast<int>(r.batch),
+                                                  static_cast<int>(r.state),
+                                                  plan};
+        };
+        ran = run<cuda_seq::cluster_backward_kernel<scalar_t>, cuda_seq::backward_kernel<scalar_t>>(
+            make, r.batch, r.state, true, r.device);
+      }
+    });
+    return ran;
   }
 
   static void step_backward(const SeqStepBackward& p) {

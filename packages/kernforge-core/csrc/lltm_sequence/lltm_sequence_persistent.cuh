@@ -114,15 +114,43 @@ __device__ inline void stage(float* vt, const scalar_t* v, int64_t ldv, int k0, 
   }
 }
 
+// acc[g][r] += sum_k ws[(g J + j) kp + k0 + k] vt[k][b0 + r] over k < n for
+// the thread's item (j, b0), each lane of the item taking every lanes-th k.
+template <int G>
+__device__ inline void accumulate(const float* ws, const float* vt, int k0, int n, int batch,
+                                  const Plan& p, float (&acc)[G][kRows]) {
+  const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
+  const int j = item % p.units, b0 = item / p.units * kRows;
+  if (b0 >= batch) return;
+  for (int k = lane; k < n; k += p.lanes) {
+    const float4 h = *reinterpret_cast<const float4*>(vt + k * p.stride + b0);
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const float w = ws[(g * p.units + j) * p.kp + k0 + k];
+      acc[g][0] += w * h.x;
+      acc[g][1] += w * h.y;
+      acc[g][2] += w * h.z;
+      acc[g][3] += w * h.w;
+    }
+  }
+}
+
+// The sum over an item's lanes: every lane holds it.
+template <int G>
+__device__ inline void reduce_lanes(const Plan& p, float (&acc)[G][kRows]) {
+  for (int off = p.lanes / 2; off > 0; off /= 2)
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) acc[g][r] += __shfl_xor_sync(0xffffffffu, acc[g][r], off);
+}
+
 // acc[g][r] = sum_k ws[(g J + j) kp + k] v[b0 + r][k] over k < K for the
 // thread's item (j, b0), reduced over the item's lanes: every lane holds it.
 // v [batch, K] rows ldv apart, staged a chunk at a time.
 template <int G, class scalar_t>
 __device__ inline void recurrent_product(const float* ws, float* vt, const scalar_t* v, int64_t ldv,
                                          int K, int batch, const Plan& p, float (&acc)[G][kRows]) {
-  const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
-  const int j = item % p.units, b0 = item / p.units * kRows;
-  const bool active = b0 < batch;
 #pragma unroll
   for (int g = 0; g < G; ++g)
 #pragma unroll
@@ -132,25 +160,9 @@ __device__ inline void recurrent_product(const float* ws, float* vt, const scala
     __syncthreads();  // the previous chunk is consumed
     stage(vt, v, ldv, k0, n, batch, p);
     __syncthreads();
-    if (active) {
-      for (int k = lane; k < n; k += p.lanes) {
-        const float4 h = *reinterpret_cast<const float4*>(vt + k * p.stride + b0);
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-          const float w = ws[(g * p.units + j) * p.kp + k0 + k];
-          acc[g][0] += w * h.x;
-          acc[g][1] += w * h.y;
-          acc[g][2] += w * h.z;
-          acc[g][3] += w * h.w;
-        }
-      }
-    }
+    accumulate<G>(ws, vt, k0, n, batch, p, acc);
   }
-  for (int off = p.lanes / 2; off > 0; off /= 2)
-#pragma unroll
-    for (int g = 0; g < G; ++g)
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) acc[g][r] += __shfl_xor_sync(0xffffffffu, acc[g][r], off);
+  reduce_lanes<G>(p, acc);
 }
 
 template <class scalar_t>
@@ -165,6 +177,122 @@ struct ForwardArgs {
 };
 
 template <class scalar_t>
+struct BackwardArgs {
+  const scalar_t *grad_output, *gates, *W;  // grad_output may be null (zero)
+  int64_t go_t, go_b, go_s;                 // grad_output's strides
+  const float *grad_cn, *cells;             // grad_cn may be null (zero)
+  scalar_t *d_gates, *d_h0;                 // d_h0 null: not asked for
+  float* d_c0;
+  int64_t ldw;
+  int T, batch, S;
+  Plan plan;
+};
+
+// What the grid and the cluster kernels share: the W slices a block keeps,
+// and one element (batch row b, hidden unit s) of a step's gate pass.
+
+// ws[(g J + j) kp + k] = W[g S + j0 + j][k] (k < S): the forward's 3J rows of W_h.
+template <class scalar_t>
+__device__ inline void load_forward_weights(float* ws, const scalar_t* W, int64_t ldw, int S,
+                                            int j0, int units, const Plan& p) {
+  const int J = p.units;
+  for (int idx = threadIdx.x; idx < 3 * J * S; idx += blockDim.x) {
+    const int row = idx / S, k = idx - row * S, g = row / J, j = row - g * J;
+    ws[row * p.kp + k] = j < units ? static_cast<float>(W[(g * S + j0 + j) * ldw + k]) : 0.0f;
+  }
+}
+
+// ws[j kp + g] = W[g][j0 + j] (g < 3S): the backward's J columns of W_h, transposed.
+template <class scalar_t>
+__device__ inline void load_backward_weights(float* ws, const scalar_t* W, int64_t ldw, int S,
+                                             int j0, int units, const Plan& p) {
+  const int J = p.units;
+  for (int idx = threadIdx.x; idx < 3 * S * J; idx += blockDim.x) {
+    const int g = idx / J, j = idx - g * J;
+    ws[j * p.kp + g] = j < units ? static_cast<float>(W[g * ldw + j0 + j]) : 0.0f;
+  }
+}
+
+// The gate pass's input P_t + b.
+template <class scalar_t>
+__device__ inline void step_input(const ForwardArgs<scalar_t>& a, int t, int b, int s,
+                                  float (&in)[3]) {
+  const scalar_t* P = a.P + (static_cast<int64_t>(t) * a.batch + b) * 3 * a.S;
+#pragma unroll
+  for (int g = 0; g < 3; ++g)
+    in[g] = static_cast<float>(P[g * a.S + s]) + static_cast<float>(a.bias[g * a.S + s]);
+}
+
+// One element's forward gate pass: its gates, cell and h (as stored: what
+// the next step multiplies).
+struct ForwardElement {
+  float i, o, z, c, h;
+};
+
+template <class scalar_t>
+__device__ inline ForwardElement gate_forward(float p0, float p1, float p2, float c) {
+  ForwardElement e;
+  lltm_cell_forward<float>(p0, p1, p2, c, e.i, e.o, e.z, e.c, e.h);
+  e.h = static_cast<float>(static_cast<scalar_t>(e.h));
+  return e;
+}
+
+// Writes the element's gates, cell and h at step t.
+template <class scalar_t>
+__device__ inline void store_forward(const ForwardArgs<scalar_t>& a, int t, int b, int s,
+                                     const ForwardElement& e) {
+  const int S = a.S;
+  const int64_t row = static_cast<int64_t>(t) * a.batch + b;
+  scalar_t* g = a.gates + row * 3 * S;
+  g[s] = static_cast<scalar_t>(e.i);
+  g[S + s] = static_cast<scalar_t>(e.o);
+  g[2 * S + s] = static_cast<scalar_t>(e.z);
+  a.cells[row * S + s] = e.c;
+  a.output[row * S + s] = static_cast<scalar_t>(e.h);
+}
+
+// The saved gates and cell of step t.
+template <class scalar_t>
+__device__ inline void step_saved(const BackwardArgs<scalar_t>& a, int t, int b, int s,
+                                  float (&in)[4]) {
+  const int64_t row = static_cast<int64_t>(t) * a.batch + b;
+#pragma unroll
+  for (int g = 0; g < 3; ++g) in[g] = static_cast<float>(a.gates[row * 3 * a.S + g * a.S + s]);
+  in[3] = a.cells[row * a.S + s];
+}
+
+// grad_output at step t (zero where there is none).
+template <class scalar_t>
+__device__ inline float step_grad_output(const BackwardArgs<scalar_t>& a, int t, int b, int s) {
+  return a.grad_output ? static_cast<float>(a.grad_output[t * a.go_t + b * a.go_b + s * a.go_s])
+                       : 0.0f;
+}
+
+// One element's backward gate pass from g_t (dh), the cell's gradient and
+// the saved values: d_gates_t (as stored: what the recurrent product reads)
+// and the gradient for c_{t-1}.
+struct BackwardElement {
+  float d[3], dc;
+};
+
+template <class scalar_t>
+__device__ inline BackwardElement gate_backward(float dh, float dc, const float (&in)[4]) {
+  BackwardElement e;
+  lltm_cell_backward<float>(dh, dc, in[0], in[1], in[2], in[3], e.d[0], e.d[1], e.d[2], e.dc);
+#pragma unroll
+  for (int g = 0; g < 3; ++g) e.d[g] = static_cast<float>(static_cast<scalar_t>(e.d[g]));
+  return e;
+}
+
+template <class scalar_t>
+__device__ inline void store_backward(const BackwardArgs<scalar_t>& a, int t, int b, int s,
+                                      const BackwardElement& e) {
+  scalar_t* out = a.d_gates + (static_cast<int64_t>(t) * a.batch + b) * 3 * a.S;
+#pragma unroll
+  for (int g = 0; g < 3; ++g) out[g * a.S + s] = static_cast<scalar_t>(e.d[g]);
+}
+
+template <class scalar_t>
 __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<scalar_t> a) {
   extern __shared__ float4 smem4[];
   const Plan& p = a.plan;
@@ -175,31 +303,21 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
   float* vt = ws + p.ws;                        // [chunk][stride]
   float* pre = vt + p.chunk * p.stride;         // [3][J][RB]
   float* c = pre + 3 * J * RB;                  // [J][RB]
-  for (int idx = threadIdx.x; idx < 3 * J * S; idx += blockDim.x) {
-    const int row = idx / S, k = idx - row * S, g = row / J, j = row - g * J;
-    ws[row * p.kp + k] = j < units ? static_cast<float>(a.W[(g * S + j0 + j) * a.ldw + k]) : 0.0f;
-  }
+  load_forward_weights(ws, a.W, a.ldw, S, j0, units, p);
   for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units;
     c[j * RB + b] = a.c0[(r0 + b) * S + j0 + j];
   }
   const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
   const int jt = item % J, b0 = item / J * kRows;
-  // The gate pass's input (P_t + b) of element idx = (b, j), j fastest.
-  const auto input = [&](int t, int idx, float (&in)[3]) {
-    const int b = idx / units, s = j0 + idx - b * units;
-    const scalar_t* P = a.P + (static_cast<int64_t>(t) * B + r0 + b) * 3 * S;
-#pragma unroll
-    for (int g = 0; g < 3; ++g)
-      in[g] = static_cast<float>(P[g * S + s]) + static_cast<float>(a.bias[g * S + s]);
-  };
-  // With one element a thread, its input loads before the recurrent
-  // product, so their latency is hidden behind it.
+  // Elements idx = (b, j), j fastest. With one element a thread, its input
+  // loads before the recurrent product, so their latency hides behind it.
   const bool one = units * R <= static_cast<int>(blockDim.x);
   auto grid = cooperative_groups::this_grid();
   for (int t = 0; t < a.T; ++t) {
     float next[3] = {0.0f, 0.0f, 0.0f};
-    if (one && static_cast<int>(threadIdx.x) < units * R) input(t, threadIdx.x, next);
+    if (one && static_cast<int>(threadIdx.x) < units * R)
+      step_input(a, t, r0 + threadIdx.x / units, j0 + threadIdx.x % units, next);
     const scalar_t* h = t == 0 ? a.h0 : a.output + static_cast<int64_t>(t - 1) * B * S;
     float acc[3][kRows];
     recurrent_product<3>(ws, vt, h + r0 * S, S, S, R, p, acc);
@@ -211,36 +329,18 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
           if (b0 + r < R) pre[(g * J + jt) * RB + b0 + r] = acc[g][r];
     __syncthreads();
     for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
-      const int b = idx / units, j = idx - b * units, s = j0 + j;
-      const int64_t row = static_cast<int64_t>(t) * B + r0 + b;
+      const int b = idx / units, j = idx - b * units;
       float in[3] = {next[0], next[1], next[2]};
-      if (!one) input(t, idx, in);
-      float i, o, z, cn, hn;
-      lltm_cell_forward<float>(in[0] + pre[j * RB + b], in[1] + pre[(J + j) * RB + b],
-                               in[2] + pre[(2 * J + j) * RB + b], c[j * RB + b], i, o, z, cn, hn);
-      scalar_t* g = a.gates + row * 3 * S;
-      g[s] = static_cast<scalar_t>(i);
-      g[S + s] = static_cast<scalar_t>(o);
-      g[2 * S + s] = static_cast<scalar_t>(z);
-      a.cells[row * S + s] = cn;
-      a.output[row * S + s] = static_cast<scalar_t>(hn);
-      c[j * RB + b] = cn;
+      if (!one) step_input(a, t, r0 + b, j0 + j, in);
+      const ForwardElement e =
+          gate_forward<scalar_t>(in[0] + pre[j * RB + b], in[1] + pre[(J + j) * RB + b],
+                                 in[2] + pre[(2 * J + j) * RB + b], c[j * RB + b]);
+      store_forward(a, t, r0 + b, j0 + j, e);
+      c[j * RB + b] = e.c;
     }
     if (t + 1 < a.T) grid.sync();
   }
 }
-
-template <class scalar_t>
-struct BackwardArgs {
-  const scalar_t *grad_output, *gates, *W;  // grad_output may be null (zero)
-  int64_t go_t, go_b, go_s;                 // grad_output's strides
-  const float *grad_cn, *cells;             // grad_cn may be null (zero)
-  scalar_t *d_gates, *d_h0;                 // d_h0 null: not asked for
-  float* d_c0;
-  int64_t ldw;
-  int T, batch, S;
-  Plan plan;
-};
 
 template <class scalar_t>
 __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<scalar_t> a) {
@@ -253,57 +353,39 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
   float* vt = ws + p.ws;                        // [chunk][stride]
   float* dh = vt + p.chunk * p.stride;          // [J][RB]
   float* dc = dh + J * RB;                      // [J][RB]
-  for (int idx = threadIdx.x; idx < 3 * S * J; idx += blockDim.x) {
-    const int g = idx / J, j = idx - g * J;
-    ws[j * p.kp + g] = j < units ? static_cast<float>(a.W[g * a.ldw + j0 + j]) : 0.0f;
-  }
+  load_backward_weights(ws, a.W, a.ldw, S, j0, units, p);
   for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
-    const int b = idx / units, j = idx - b * units, s = j0 + j;
-    const int64_t at = (a.T - 1) * a.go_t + (r0 + b) * a.go_b + s * a.go_s;
-    dh[j * RB + b] = a.grad_output ? static_cast<float>(a.grad_output[at]) : 0.0f;
-    dc[j * RB + b] = a.grad_cn ? a.grad_cn[(r0 + b) * S + s] : 0.0f;
+    const int b = idx / units, j = idx - b * units;
+    dh[j * RB + b] = step_grad_output(a, a.T - 1, r0 + b, j0 + j);
+    dc[j * RB + b] = a.grad_cn ? a.grad_cn[(r0 + b) * S + j0 + j] : 0.0f;
   }
   const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
   const int jt = item % J, b0 = item / J * kRows;
-  // The saved gates and cell of element idx = (b, j) at step t.
-  const auto saved = [&](int t, int idx, float (&in)[4]) {
-    const int b = idx / units, s = j0 + idx - b * units;
-    const int64_t row = static_cast<int64_t>(t) * B + r0 + b;
-#pragma unroll
-    for (int g = 0; g < 3; ++g) in[g] = static_cast<float>(a.gates[row * 3 * S + g * S + s]);
-    in[3] = a.cells[row * S + s];
-  };
   // With one element a thread, the next step's saved values load before the
   // grid synchronization and the recurrent product, hiding their latency.
   const bool one = units * R <= static_cast<int>(blockDim.x);
   const bool owner = one && static_cast<int>(threadIdx.x) < units * R;
+  const int ob = r0 + threadIdx.x / units, os = j0 + threadIdx.x % units;  // the owner's element
   float next[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (owner) saved(a.T - 1, threadIdx.x, next);
+  if (owner) step_saved(a, a.T - 1, ob, os, next);
   auto grid = cooperative_groups::this_grid();
   for (int t = a.T - 1; t >= 0; --t) {
     __syncthreads();  // dh is complete
     for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
-      const int b = idx / units, j = idx - b * units, s = j0 + j;
+      const int b = idx / units, j = idx - b * units;
       float in[4] = {next[0], next[1], next[2], next[3]};
-      if (!one) saved(t, idx, in);
-      float d0, d1, d2, dcn;
-      lltm_cell_backward<float>(dh[j * RB + b], dc[j * RB + b], in[0], in[1], in[2], in[3], d0, d1,
-                                d2, dcn);
-      scalar_t* d = a.d_gates + (static_cast<int64_t>(t) * B + r0 + b) * 3 * S;
-      d[s] = static_cast<scalar_t>(d0);
-      d[S + s] = static_cast<scalar_t>(d1);
-      d[2 * S + s] = static_cast<scalar_t>(d2);
-      dc[j * RB + b] = dcn;
+      if (!one) step_saved(a, t, r0 + b, j0 + j, in);
+      const BackwardElement e = gate_backward<scalar_t>(dh[j * RB + b], dc[j * RB + b], in);
+      store_backward(a, t, r0 + b, j0 + j, e);
+      dc[j * RB + b] = e.dc;
     }
     if (t == 0 && !a.d_h0) break;
-    if (owner && t > 0) saved(t - 1, threadIdx.x, next);
+    if (owner && t > 0) step_saved(a, t - 1, ob, os, next);
     float go[kRows] = {};
-    if (lane == 0 && jt < units && t > 0 && a.grad_output)
+    if (lane == 0 && jt < units && t > 0)
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
-        if (b0 + r < R)
-          go[r] = static_cast<float>(
-              a.grad_output[(t - 1) * a.go_t + (r0 + b0 + r) * a.go_b + (j0 + jt) * a.go_s]);
+        if (b0 + r < R) go[r] = step_grad_output(a, t - 1, r0 + b0 + r, j0 + jt);
     grid.sync();
     float acc[1][kRows];
     const scalar_t* d_gates = a.d_gates + static_cast<int64_t>(t) * B * 3 * S;
@@ -331,6 +413,28 @@ inline int max_shared_bytes(int32_t device) {
   return n;
 }
 
+// The thread layout and shared-memory shape of a block that owns J hidden
+// units of `rows` batch rows (K = S forward, 3S backward): false where its
+// (unit, kRows rows) items outnumber the block's threads.
+inline bool layout(int64_t J, int64_t rows, int64_t K, bool backward, Plan& p) {
+  const int64_t items = J * ((rows + kRows - 1) / kRows);
+  if (items > kThreads) return false;
+  int lanes = 1;
+  while (lanes < 32 && items * lanes * 2 <= kThreads) lanes *= 2;
+  p.units = static_cast<int>(J);
+  p.rows = static_cast<int>(rows);
+  p.lanes = lanes;
+  p.stride = static_cast<int>((rows + kRows - 1) / kRows * kRows + 4);  // staggers the banks
+  p.kp = static_cast<int>((K + 31) / 32 * 32 + lanes % 32);  // items of one warp on distinct banks
+  p.ws = static_cast<int>(((backward ? J : 3 * J) * p.kp + 3) / 4 * 4);
+  return true;
+}
+
+// Floats of a block's per-unit state: pre and c forward, dh and dc backward.
+inline int64_t state_floats(const Plan& p, bool backward) {
+  return (backward ? 2 : 4) * static_cast<int64_t>(p.units) * p.rows;
+}
+
 // The plan for a direction (K = S forward, 3S backward), or blocks = 0
 // where the persistent kernel does not apply: a batch above kMaxBatch, or no
 // layout within a block's threads and shared memory. The batch splits into
@@ -347,27 +451,15 @@ inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device) {
         groups == 1 ? batch : ((batch + groups - 1) / groups + kRows - 1) / kRows * kRows;
     if ((batch + rows - 1) / rows != groups || sms / groups == 0) continue;
     const int64_t J = (S + sms / groups - 1) / (sms / groups);
-    const int64_t items = J * ((rows + kRows - 1) / kRows);
-    if (items > kThreads) continue;
-    int lanes = 1;
-    while (lanes < 32 && items * lanes * 2 <= kThreads) lanes *= 2;
-    const int64_t stride = (rows + kRows - 1) / kRows * kRows + 4;  // staggers the banks
-    const int64_t kp = (K + 31) / 32 * 32 + lanes % 32;  // items of one warp on distinct banks
-    const int64_t extra = (backward ? 2 : 4) * J * rows;
-    const int64_t ws = ((backward ? J : 3 * J) * kp + 3) / 4 * 4;
-    const int64_t chunk = std::min<int64_t>(K, (limit - ws - extra) / stride / 32 * 32);
-    if (groups > 1 ? chunk < K : chunk < std::min<int64_t>(K, 32)) continue;
     Plan p;
+    if (!layout(J, rows, K, backward, p)) continue;
+    const int64_t extra = state_floats(p, backward);
+    const int64_t chunk = std::min<int64_t>(K, (limit - p.ws - extra) / p.stride / 32 * 32);
+    if (groups > 1 ? chunk < K : chunk < std::min<int64_t>(K, 32)) continue;
     p.unit_groups = static_cast<int>((S + J - 1) / J);
     p.blocks = p.unit_groups * static_cast<int>(groups);
-    p.units = static_cast<int>(J);
-    p.rows = static_cast<int>(rows);
-    p.lanes = lanes;
     p.chunk = static_cast<int>(chunk);
-    p.stride = static_cast<int>(stride);
-    p.kp = static_cast<int>(kp);
-    p.ws = static_cast<int>(ws);
-    p.smem = static_cast<size_t>(4 * (ws + chunk * stride + extra));
+    p.smem = static_cast<size_t>(4 * (p.ws + chunk * p.stride + extra));
     return p;
   }
   return {};
