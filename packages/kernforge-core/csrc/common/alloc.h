@@ -13,9 +13,10 @@
 
 namespace kernforge {
 
-// A contiguous tensor of `shape` (ndim sizes) with `like`'s dtype and device.
+// A contiguous tensor of `shape` (ndim sizes) on `like`'s device, of
+// `dtype` (the C shim's code; -1: `like`'s dtype).
 inline torch::stable::Tensor empty(const torch::stable::Tensor& like, const int64_t* shape,
-                                   int64_t ndim) {
+                                   int64_t ndim, int32_t dtype = -1) {
   constexpr int64_t kStack = 8;
   int64_t on_stack[kStack];
   std::vector<int64_t> heap;
@@ -29,9 +30,9 @@ inline torch::stable::Tensor empty(const torch::stable::Tensor& like, const int6
     strides[d] = stride;
     stride *= shape[d] > 1 ? shape[d] : 1;
   }
-  int32_t dtype, device_type, device_index;
+  int32_t device_type, device_index;
   AtenTensorHandle out = nullptr;
-  if (aoti_torch_get_dtype(like.get(), &dtype) != AOTI_TORCH_SUCCESS ||
+  if ((dtype < 0 && aoti_torch_get_dtype(like.get(), &dtype) != AOTI_TORCH_SUCCESS) ||
       aoti_torch_get_device_type(like.get(), &device_type) != AOTI_TORCH_SUCCESS ||
       aoti_torch_get_device_index(like.get(), &device_index) != AOTI_TORCH_SUCCESS ||
       aoti_torch_empty_strided(ndim, shape, strides, dtype, device_type, device_index, &out) !=
@@ -41,8 +42,8 @@ inline torch::stable::Tensor empty(const torch::stable::Tensor& like, const int6
 }
 
 inline torch::stable::Tensor empty(const torch::stable::Tensor& like,
-                                   std::initializer_list<int64_t> shape) {
-  return empty(like, shape.begin(), static_cast<int64_t>(shape.size()));
+                                   std::initializer_list<int64_t> shape, int32_t dtype = -1) {
+  return empty(like, shape.begin(), static_cast<int64_t>(shape.size()), dtype);
 }
 
 // Of `like`'s shape.

@@ -2,17 +2,18 @@
 // (compute capability 9.0 and up): up to 16 blocks, each owning the hidden
 // units [j0, j0 + J) of every batch row with its slice of W_h in shared
 // memory, as in lltm_sequence_persistent.cuh. What a step produces for the
-// next (h_t forward, d_gates_t backward) is written straight into every
-// block's shared memory (distributed shared memory) and the cluster
-// synchronizes in hardware, so a step makes no round trip to L2 and no
-// grid-wide barrier: a step costs about what its arithmetic costs.
+// next (h_t forward, d_gates_t backward) is pushed straight into every
+// block's shared memory (distributed shared memory, st.async) and each
+// block waits on its own mbarrier until the bytes it expects have landed,
+// so a step makes no round trip to L2 and needs no barrier across blocks.
 //   forward,  step t:  pre = P_t + b + h_{t-1} W_h^T   (its 3J columns, h_{t-1} local)
 //                      -> gates_t, c_t, h_t; h_t to every block
 //   backward, step t:  d_gates_t, d_c from g_t, d_c     (its J units); d_gates_t to every block
 //                      g_{t-1} = grad_output_{t-1} + d_gates_t W_h  (its J columns, local)
-// The operand a step reads is double-buffered by the step's parity: a block
-// writes buffer (t + 1) & 1 of the others while they read t & 1, and the
-// one cluster barrier a step orders the two.
+// The operand a step reads is double-buffered by the step's parity. Two
+// buffers suffice: a block can push into a buffer again only after every
+// block has sent it the step in between, which each sends only after it
+// has read that buffer.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -31,29 +32,79 @@ constexpr int kMaxCluster = 16;  // blocks; above the portable 8 where the devic
 constexpr int64_t kClusterWork = int64_t{1} << 16;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// The cluster barrier in two halves: what a thread does between arriving
-// and waiting (its global stores, the next step's loads) overlaps the
-// others' arrival; the release orders its shared-memory writes into other
-// blocks before their wait returns.
-__device__ inline void cluster_arrive() {
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-}
-__device__ inline void cluster_wait() {
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+// A block's two receive buffers each have an mbarrier (in the first 16
+// bytes of shared memory). One phase of a buffer's mbarrier is one exchange
+// into it: the owning block arrives once, announcing the bytes the other
+// blocks will push, and each push (st.async) completes its bytes on it, so
+// the phase ends when the last byte has landed, with no cluster barrier and
+// no memory fence on the sender's side. A push may land before the arrival
+// that announces it (the transaction count goes negative meanwhile).
+__device__ inline uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// Copies `parts` runs of n floats (n a multiple of 4, 16-byte aligned),
+// The address of the same shared-memory location in block `rank` of the cluster.
+__device__ inline uint32_t in_rank(uint32_t address, uint32_t rank) {
+  uint32_t out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(address), "r"(rank));
+  return out;
+}
+
+__device__ inline void expect_bytes(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cluster.shared::cta.b64 _, [%0], %1;" ::"r"(
+                   shared_address(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+// Until the phase of `parity` of the local mbarrier `bar` has completed;
+// the pushes it counted are visible to the thread then.
+__device__ inline void wait_phase(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "retry:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra retry;\n"
+      "}" ::"r"(shared_address(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+// Sets up the two mbarriers (thread 0) and announces the first exchange of
+// each buffer whose `first` is true; a cluster barrier must follow before
+// any block pushes.
+__device__ inline void init_exchange(uint64_t* bars, uint32_t bytes, bool first0, bool first1) {
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < 2; ++k)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bars + k))
+                   : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    if (first0) expect_bytes(bars, bytes);
+    if (first1) expect_bytes(bars + 1, bytes);
+  }
+}
+
+// Pushes `parts` runs of n floats (n a multiple of 4, 16-byte aligned),
 // `pitch` floats apart from `from`, to the same place in every other block
-// of the cluster: consecutive threads store consecutive float4s of a block.
-__device__ inline void broadcast(const cooperative_groups::cluster_group& cluster, float* from,
-                                 int n, int parts, int pitch, int blocks) {
+// of the cluster, completing on that block's mbarrier at `bar`'s place:
+// consecutive threads push consecutive float4s of a block.
+__device__ inline void push(const cooperative_groups::cluster_group& cluster, const float* from,
+                            int n, int parts, int pitch, int blocks, const uint64_t* bar) {
   const int self = static_cast<int>(cluster.block_rank()), quads = n / 4;
   const int per_block = parts * quads;
+  const uint32_t base = shared_address(from), bar_address = shared_address(bar);
   for (int idx = threadIdx.x; idx < per_block * (blocks - 1); idx += blockDim.x) {
     const int r = idx / per_block, q = idx - r * per_block, part = q / quads;
-    float* src = from + part * pitch + (q - part * quads) * 4;
-    *reinterpret_cast<float4*>(cluster.map_shared_rank(src, r + (r >= self))) =
-        *reinterpret_cast<const float4*>(src);
+    const int offset = part * pitch + (q - part * quads) * 4;
+    const float4 v = *reinterpret_cast<const float4*>(from + offset);
+    const uint32_t rank = static_cast<uint32_t>(r + (r >= self));
+    asm volatile(
+        "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
+        "[%5];" ::"r"(in_rank(base + 4 * offset, rank)),
+        "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
+        "r"(__float_as_uint(v.w)), "r"(in_rank(bar_address, rank))
+        : "memory");
   }
 }
 #endif
@@ -65,11 +116,15 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
   const Plan& p = a.plan;
-  const int J = p.units, B = a.batch, S = a.S;
+  const int J = p.units, B = a.batch, S = a.S, T = a.T;
   const int j0 = static_cast<int>(cluster.block_rank()) * J, units = min(J, S - j0);
-  float* ws = reinterpret_cast<float*>(smem4);  // [3J][kp]
-  float* hb = ws + p.ws;                        // [2][S][stride]: h_{t-1}, transposed
-  float* pre = hb + 2 * S * p.stride;           // [3][J][B]
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem4);  // [2]: buffer t & 1 receives h_{t-1}
+  float* ws = reinterpret_cast<float*>(smem4 + 1);      // [3J][kp]
+  float* hb = ws + p.ws;                                // [2][S][stride]: h_{t-1}, transposed
+  float* pre = hb + 2 * S * p.stride;                   // [3][J][B]
+  // h_t arrives in buffer (t + 1) & 1 during step t, for t < T - 1.
+  const uint32_t bytes = 4u * (S - units) * p.stride;
+  init_exchange(bars, bytes, T > 2, T > 1);
   load_forward_weights(ws, a.W, a.ldw, S, j0, units, p);
   // h0 into buffer 0; both buffers' padding rows (b >= B) zero for good.
   for (int idx = threadIdx.x; idx < S * p.stride; idx += blockDim.x) {
@@ -80,14 +135,19 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
   const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
   const int jt = item % J, b0 = item / J * kRows;
   // One element (b, j) a thread (the plan makes sure), j fastest, its cell
-  // in a register; its next input loads while the cluster synchronizes.
+  // in a register; its next input loads while the pushes land.
   const bool owner = static_cast<int>(threadIdx.x) < units * B;
   const int ob = threadIdx.x / units, oj = threadIdx.x % units;
   float c = owner ? a.c0[ob * S + j0 + oj] : 0.0f;
   float in[3] = {0.0f, 0.0f, 0.0f};
   if (owner) step_input(a, 0, ob, j0 + oj, in);
-  cluster.sync();  // every block runs and is set up before any writes into it
-  for (int t = 0; t < a.T; ++t) {
+  cluster.sync();  // every block runs, its mbarriers set up, before any pushes into it
+  for (int t = 0; t < T; ++t) {
+    if (t > 0) {
+      // h_{t-1} has landed; buffer t & 1 next receives h_{t+1}.
+      wait_phase(bars + (t & 1), ((t - 1) >> 1) & 1);
+      if (threadIdx.x == 0 && t + 2 < T) expect_bytes(bars + (t & 1), bytes);
+    }
     float acc[3][kRows] = {};
     accumulate<3>(ws, hb + (t & 1) * S * p.stride, 0, S, B, p, acc);
     reduce_lanes<3>(p, acc);
@@ -97,8 +157,8 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
           if (b0 + r < B) pre[(g * J + jt) * B + b0 + r] = acc[g][r];
-    __syncthreads();
-    const bool send = t + 1 < a.T;
+    __syncthreads();  // pre is complete, buffer t & 1 read
+    const bool send = t + 1 < T;
     float* next = hb + ((t + 1) & 1) * S * p.stride;
     ForwardElement e{};
     if (owner) {
@@ -108,15 +168,13 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
       next[(j0 + oj) * p.stride + ob] = e.h;
     }
     if (send) {
-      __syncthreads();  // the block's rows of h_t are complete
-      broadcast(cluster, next + j0 * p.stride, units * p.stride, 1, 0, p.blocks);
-      cluster_arrive();
+      __syncthreads();  // the block's rows of h_t are complete, pre read
+      push(cluster, next + j0 * p.stride, units * p.stride, 1, 0, p.blocks, bars + ((t + 1) & 1));
     }
     if (owner) {
       store_forward(a, t, ob, j0 + oj, e);
       if (send) step_input(a, t + 1, ob, j0 + oj, in);
     }
-    if (send) cluster_wait();  // h_t is in every block; pre is free again
   }
 #endif
 }
@@ -129,41 +187,50 @@ __global__ void __launch_bounds__(kThreads)
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
   const Plan& p = a.plan;
-  const int J = p.units, B = a.batch, S = a.S;
+  const int J = p.units, B = a.batch, S = a.S, T = a.T;
   const int j0 = static_cast<int>(cluster.block_rank()) * J, units = min(J, S - j0);
-  float* ws = reinterpret_cast<float*>(smem4);  // [J][kp]: W_h's columns, transposed
-  float* db = ws + p.ws;                        // [2][3S][stride]: d_gates_t, transposed
-  float* dh = db + 2 * 3 * S * p.stride;        // [J][B]
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem4);  // [2]: buffer t & 1 receives d_gates_t
+  float* ws = reinterpret_cast<float*>(smem4 + 1);      // [J][kp]: W_h's columns, transposed
+  float* db = ws + p.ws;                                // [2][3S][stride]: d_gates_t, transposed
+  float* dh = db + 2 * 3 * S * p.stride;                // [J][B]
+  // d_gates_t is exchanged at step t where t > 0 or d_h0 is asked for.
+  const auto sends = [&](int t) { return t >= 0 && (t > 0 || a.d_h0 != nullptr); };
+  const uint32_t bytes = 4u * 3 * (S - units) * p.stride;
+  init_exchange(bars, bytes, sends(T - 1) && ((T - 1) & 1) == 0 || sends(T - 2) && (T & 1) == 0,
+                sends(T - 1) && ((T - 1) & 1) == 1 || sends(T - 2) && (T & 1) == 1);
   load_backward_weights(ws, a.W, a.ldw, S, j0, units, p);
   for (int idx = threadIdx.x; idx < 2 * 3 * S * p.stride; idx += blockDim.x) db[idx] = 0.0f;
   const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
   const int jt = item % J, b0 = item / J * kRows;
   // One element (b, j) a thread (the plan makes sure), j fastest, the cell's
-  // gradient in a register; the next step's saved values load while the
-  // cluster synchronizes.
+  // gradient and the element's d_gates summed over the steps in registers;
+  // the next step's saved values load while the pushes land.
   const bool owner = static_cast<int>(threadIdx.x) < units * B;
   const int ob = threadIdx.x / units, oj = threadIdx.x % units;
-  float dc = 0.0f, in[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float dc = 0.0f, in[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d_b[3] = {0.0f, 0.0f, 0.0f};
   if (owner) {
-    dh[oj * B + ob] = step_grad_output(a, a.T - 1, ob, j0 + oj);
+    dh[oj * B + ob] = step_grad_output(a, T - 1, ob, j0 + oj);
     dc = a.grad_cn ? a.grad_cn[ob * S + j0 + oj] : 0.0f;
-    step_saved(a, a.T - 1, ob, j0 + oj, in);
+    step_saved(a, T - 1, ob, j0 + oj, in);
   }
-  cluster.sync();  // every block runs and is set up before any writes into it
-  for (int t = a.T - 1; t >= 0; --t) {
-    const bool send = t > 0 || a.d_h0;
+  cluster.sync();  // every block runs, its mbarriers set up, before any pushes into it
+  for (int t = T - 1; t >= 0; --t) {
+    const bool send = sends(t);
     float* here = db + (t & 1) * 3 * S * p.stride;
     BackwardElement e{};
     if (owner) {
       e = gate_backward<scalar_t>(dh[oj * B + ob], dc, in);
       dc = e.dc;
 #pragma unroll
-      for (int g = 0; g < 3; ++g) here[(g * S + j0 + oj) * p.stride + ob] = e.d[g];
+      for (int g = 0; g < 3; ++g) {
+        here[(g * S + j0 + oj) * p.stride + ob] = e.d[g];
+        d_b[g] += e.d[g];
+      }
     }
     if (send) {
-      __syncthreads();  // the block's columns of d_gates_t are complete
-      broadcast(cluster, here + j0 * p.stride, units * p.stride, 3, S * p.stride, p.blocks);
-      cluster_arrive();
+      __syncthreads();  // the block's columns of d_gates_t are complete, dh read
+      push(cluster, here + j0 * p.stride, units * p.stride, 3, S * p.stride, p.blocks,
+           bars + (t & 1));
     }
     float go[kRows] = {};
     if (owner) {
@@ -175,7 +242,9 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
         if (b0 + r < B) go[r] = step_grad_output(a, t - 1, b0 + r, j0 + jt);
-    cluster_wait();  // d_gates_t is in every block
+    // d_gates_t has landed; buffer t & 1 next receives d_gates_{t-2}.
+    wait_phase(bars + (t & 1), ((T - 1 - t) >> 1) & 1);
+    if (threadIdx.x == 0 && sends(t - 2)) expect_bytes(bars + (t & 1), bytes);
     float acc[1][kRows] = {};
     accumulate<1>(ws, here, 0, 3 * S, B, p, acc);
     reduce_lanes<1>(p, acc);
@@ -183,11 +252,26 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
         if (b0 + r < B) dh[jt * B + b0 + r] = acc[0][r] + go[r];
-    __syncthreads();  // dh is complete
+    __syncthreads();  // dh is complete, buffer t & 1 read
   }
   if (owner) {
     a.d_c0[ob * S + j0 + oj] = dc;
     if (a.d_h0) a.d_h0[ob * S + j0 + oj] = static_cast<scalar_t>(dh[oj * B + ob]);
+  }
+  if (a.d_b) {
+    // d_b = the sum over the batch of the elements' sums, through the
+    // buffers, which nothing writes into any more.
+    __syncthreads();
+    if (owner)
+#pragma unroll
+      for (int g = 0; g < 3; ++g) db[(g * units + oj) * B + ob] = d_b[g];
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < 3 * units; idx += blockDim.x) {
+      float sum = 0.0f;
+      for (int b = 0; b < B; ++b) sum += db[idx * B + b];
+      const int g = idx / units;
+      a.d_b[g * S + j0 + idx - g * units] = static_cast<scalar_t>(sum);
+    }
   }
 #endif
 }
@@ -244,16 +328,16 @@ inline Plan cluster_plan(int64_t batch, int64_t S, bool backward, int max_blocks
   if (!layout(J, batch, K, backward, p)) return {};
   p.unit_groups = p.blocks = static_cast<int>((S + J - 1) / J);
   p.chunk = static_cast<int>(K);
-  p.smem = static_cast<size_t>(4 * (p.ws + 2 * K * p.stride + state_floats(p, backward)));
+  // the two mbarriers, W's slice, the two buffers, the state
+  p.smem = static_cast<size_t>(16 + 4 * (p.ws + 2 * K * p.stride + state_floats(p, backward)));
   if (p.smem > static_cast<size_t>(max_shared_bytes(device))) return {};
   return p;
 }
 
 template <auto Kernel, class Args>
 void launch_cluster(const Args& args, int32_t device) {
+  // max_cluster set the kernel's shared memory to the most a block may have.
   const Plan& p = args.plan;
-  STD_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(p.smem)));
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = p.blocks;

@@ -39,7 +39,7 @@ struct CpuSequence {
 
   // The CPU steps: per step, the GEMM and the row pass use both cores.
   static bool recurrence(const SeqRecurrence&) { return false; }
-  static bool recurrence(const SeqRecurrenceBackward&) { return false; }
+  static SeqRan recurrence(const SeqRecurrenceBackward&) { return {}; }
 
   // The row pass adds each chunk's d_gates into column sums; the sequence
   // takes d_b from one product over all steps instead, so these are scratch.

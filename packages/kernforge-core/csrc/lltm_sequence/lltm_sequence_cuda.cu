@@ -76,20 +76,23 @@ struct CudaSequence {
     });
   }
 
+  enum class Ran { none, cluster, grid };
+
   // One cluster where the sequence is small enough (lltm_sequence_cluster.cuh),
-  // else the grid of lltm_sequence_persistent.cuh, else false: stepping.
+  // else the grid of lltm_sequence_persistent.cuh, else none: stepping.
+  // make(plan, cluster) gives the kernel's arguments.
   template <auto ClusterKernel, auto GridKernel, class Make>
-  static bool run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device) {
+  static Ran run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device) {
     cuda_seq::Plan plan = cuda_seq::cluster_plan(
         batch, state, backward, cuda_seq::max_cluster<ClusterKernel>(device), device);
     if (plan.blocks > 0) {
-      cuda_seq::launch_cluster<ClusterKernel>(make(plan), device);
-      return true;
+      cuda_seq::launch_cluster<ClusterKernel>(make(plan, true), device);
+      return Ran::cluster;
     }
     plan = cuda_seq::plan(batch, state, backward, device);
-    if (plan.blocks == 0) return false;
-    cuda_seq::launch<GridKernel>(make(plan), device);
-    return true;
+    if (plan.blocks == 0) return Ran::none;
+    cuda_seq::launch<GridKernel>(make(plan, false), device);
+    return Ran::grid;
   }
 
   static bool recurrence(const SeqRecurrence& r) {
@@ -97,34 +100,30 @@ struct CudaSequence {
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<scalar_t, double>) {
-        const auto make = [&](const cuda_seq::Plan& plan) {
-          return cuda_seq::ForwardArgs<scalar_t>{static_cast<const scalar_t*>(r.P),
-                                                 static_cast<const scalar_t*>(r.bias),
-                                                 static_cast<const scalar_t*>(r.W),
-                                                 static_cast<const scalar_t*>(r.h0),
-                                                 static_cast<const float*>(r.c0),
-                                                 static_cast<scalar_t*>(r.gates),
-                                                 static_cast<scalar_t*>(r.output),
-                                                 static_cast<float*>(r.cells),
-                                                 r.ldw,
-                                                 static_cast<int>(r.steps),
-                                                 static_cast<int>(r.batch),
-                                                 static_cast<int>(r.state),
-                                                 plan};
+        const auto make = [&](const cuda_seq::Plan& plan, bool) {
+          return cuda_seq::ForwardArgs<scalar_t>{
+              static_cast<const scalar_t*>(r.P), static_cast<const scalar_t*>(r.bias),
+              static_cast<const scalar_t*>(r.W), static_cast<const scalar_t*>(r.h0),
+              static_cast<const float*>(r.c0),   static_cast<scalar_t*>(r.gates),
+              static_cast<scalar_t*>(r.output),  static_cast<scalar_t*>(r.c_n),
+              static_cast<float*>(r.cells),      r.ldw,
+              static_cast<int>(r.steps),         static_cast<int>(r.batch),
+              static_cast<int>(r.state),         plan};
         };
         ran = run<cuda_seq::cluster_forward_kernel<scalar_t>, cuda_seq::forward_kernel<scalar_t>>(
-            make, r.batch, r.state, false, r.device);
+                  make, r.batch, r.state, false, r.device) != Ran::none;
       }
     });
     return ran;
   }
 
-  static bool recurrence(const SeqRecurrenceBackward& r) {
-    bool ran = false;
+  // The cluster kernel also sums d_b; the grid leaves it to the driver.
+  static SeqRan recurrence(const SeqRecurrenceBackward& r) {
+    SeqRan ran;
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<scalar_t, double>) {
-        const auto make = [&](const cuda_seq::Plan& plan) {
+        const auto make = [&](const cuda_seq::Plan& plan, bool cluster) {
           return cuda_seq::BackwardArgs<scalar_t>{static_cast<const scalar_t*>(r.grad_output),
                                                   static_cast<const scalar_t*>(r.gates),
                                                   static_cast<const scalar_t*>(r.W),
@@ -136,14 +135,17 @@ struct CudaSequence {
                                                   static_cast<scalar_t*>(r.d_gates),
                                                   static_cast<scalar_t*>(r.d_h0),
                                                   static_cast<float*>(r.d_c0),
+                                                  cluster ? static_cast<scalar_t*>(r.d_b) : nullptr,
                                                   r.ldw,
                                                   static_cast<int>(r.steps),
                                                   static_cast<int>(r.batch),
                                                   static_cast<int>(r.state),
                                                   plan};
         };
-        ran = run<cuda_seq::cluster_backward_kernel<scalar_t>, cuda_seq::backward_kernel<scalar_t>>(
-            make, r.batch, r.state, true, r.device);
+        const Ran kind =
+            run<cuda_seq::cluster_backward_kernel<scalar_t>, cuda_seq::backward_kernel<scalar_t>>(
+                make, r.batch, r.state, true, r.device);
+        ran = SeqRan{kind != Ran::none, kind == Ran::cluster && r.d_b != nullptr};
       }
     });
     return ran;

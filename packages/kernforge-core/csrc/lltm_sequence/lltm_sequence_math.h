@@ -57,11 +57,12 @@ struct SeqStepBackward {
 // c0 (cell type) -> gates, cells, output. Backward: grad_output [T, B, S]
 // (of any strides, in elements: autograd's gradient of output.sum() is one
 // value expanded) and grad_cn [B, S] (either may be null: zero), gates,
-// cells, W -> d_gates [T, B, 3S], d_c0 (cell type) and, unless null, d_h0.
-// All else contiguous.
+// cells, W -> d_gates [T, B, 3S], d_c0 (cell type) and, unless null, d_h0
+// and d_b [3S] (which the backend may leave to the driver: SeqRan). The
+// forward also writes c_n [B, S] in the input dtype. All else contiguous.
 struct SeqRecurrence {
   const void *P, *bias, *W, *h0, *c0;
-  void *gates, *cells, *output;
+  void *gates, *cells, *output, *c_n;
   int64_t ldw, steps, batch, state;
   ScalarType dtype;
   int32_t device;
@@ -70,10 +71,16 @@ struct SeqRecurrence {
 struct SeqRecurrenceBackward {
   const void *grad_output, *grad_cn, *gates, *cells, *W;
   std::array<int64_t, 3> grad_output_strides;
-  void *d_gates, *d_h0, *d_c0;
+  void *d_gates, *d_h0, *d_c0, *d_b;
   int64_t ldw, steps, batch, state;
   ScalarType dtype;
   int32_t device;
+};
+
+// What a backward recurrence did: the whole recurrence (else the driver
+// steps), and d_b too (else the driver computes it).
+struct SeqRan {
+  bool whole = false, bias = false;
 };
 
 // The cell state's dtype: float for half and bfloat16, else the dtype.
@@ -97,6 +104,17 @@ inline Tensor view(const Tensor& base, int64_t offset, std::array<int64_t, 2> si
 // tensor read as rows of C).
 inline Tensor rows(const Tensor& t, int64_t r0, int64_t rows, int64_t cols) {
   return view(t, r0 * cols, {rows, cols}, {cols, 1});
+}
+
+// The transpose of columns [c0, c0 + n) of the 2-D `t`: [n, rows].
+inline Tensor columns_t(const Tensor& t, int64_t c0, int64_t n) {
+  return view(t, c0 * t.stride(1), {n, t.size(0)}, {t.stride(1), t.stride(0)});
+}
+
+// A contiguous tensor for the cell state: float where x is half or bfloat16.
+inline Tensor empty_cells(const Tensor& x, std::initializer_list<int64_t> shape) {
+  const ScalarType dtype = x.scalar_type();
+  return dtype == cell_dtype(dtype) ? empty(x, shape) : empty(x, shape, aoti_torch_dtype_float32());
 }
 
 inline Tensor as_dtype(const Tensor& t, ScalarType dtype) {
@@ -193,19 +211,22 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
   typename Backend::Guard guard(x);
   const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = h0.size(1);
   const ScalarType cell = cell_dtype(dtype);
+  // Every tensor made here comes through the C shim (no dispatcher call):
+  // at small sizes the forward is bound by the host.
   const Tensor output = empty(x, {T, B, S});
   const Tensor gates = empty(x, {T, B, 3 * S});
-  const Tensor cells = torch::stable::new_empty(x, {T, B, S}, cell);
-  if (B * S == 0) return {output, torch::stable::new_empty(x, {B, S}), gates, cells};
+  const Tensor cells = seq::empty_cells(x, {T, B, S});
+  Tensor c_n = empty(x, {B, S});
+  if (B * S == 0) return {output, c_n, gates, cells};
   const Tensor xc = detail::contiguous(x), bc = detail::contiguous(b), h0c = detail::contiguous(h0);
   const Tensor c0c = detail::contiguous(seq::as_dtype(c0, cell));
-  Tensor Wv = W;
-  const Tensor W_hT = torch::stable::transpose(torch::stable::narrow(Wv, 1, 0, S), 0, 1);
-  const Tensor W_xT = torch::stable::transpose(torch::stable::narrow(Wv, 1, S, F), 0, 1);
+  const Tensor W_hT = seq::columns_t(W, 0, S);
   // P [T * B, 3S]; pre_t is P_t after its addmm. F = 0: P is zeros.
-  const Tensor P = F > 0
-                       ? detail::contiguous(torch::stable::matmul(seq::rows(xc, 0, T * B, F), W_xT))
-                       : torch::stable::new_zeros(x, {T * B, 3 * S});
+  Tensor P = empty(x, {T * B, 3 * S});
+  if (F > 0)
+    Backend::addmm(P, P, seq::rows(xc, 0, T * B, F), seq::columns_t(W, S, F), 0.0);
+  else
+    torch::stable::zero_(P);
   const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
   const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
   auto* P_ptr = static_cast<char*>(P.data_ptr());
@@ -213,9 +234,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
   auto* cells_ptr = static_cast<char*>(cells.data_ptr());
   auto* out_ptr = static_cast<char*>(output.data_ptr());
   const Tensor Wc = detail::contiguous(W);
-  const bool whole = Backend::recurrence(
-      SeqRecurrence{P_ptr, bc.data_ptr(), Wc.data_ptr(), h0c.data_ptr(), c0c.data_ptr(), gates_ptr,
-                    cells_ptr, out_ptr, S + F, T, B, S, dtype, x.get_device_index()});
+  const bool whole = Backend::recurrence(SeqRecurrence{
+      P_ptr, bc.data_ptr(), Wc.data_ptr(), h0c.data_ptr(), c0c.data_ptr(), gates_ptr, cells_ptr,
+      out_ptr, c_n.data_ptr(), S + F, T, B, S, dtype, x.get_device_index()});
   for (int64_t t = 0; t < T && !whole; ++t) {
     const Tensor P_t = seq::rows(P, t * B, B, 3 * S);
     Backend::addmm(P_t, P_t, t == 0 ? h0c : seq::rows(output, (t - 1) * B, B, S), W_hT, 1.0);
@@ -225,9 +246,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
                           out_ptr + t * B * S * size, B, S, dtype, x.get_device_index()});
   }
   // c_n of the input dtype, in storage of its own (outputs may not alias).
-  const Tensor last = seq::rows(cells, (T - 1) * B, B, S);
-  return {output, cell == dtype ? torch::stable::clone(last) : torch::stable::to(last, dtype),
-          gates, cells};
+  if (!whole) torch::stable::copy_(c_n, seq::rows(cells, (T - 1) * B, B, S));
+  return {output, c_n, gates, cells};
 }
 
 // The backward: what output_mask (x, weight, bias, h0, c0) asks for, each
@@ -247,20 +267,19 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = h0.size(1);
   const Tensor d_gates = empty(x, {T * B, 3 * S});
   const Tensor dh = empty(x, {B, S});
-  const std::array<Tensor, 2> dc{torch::stable::new_empty(x, {B, S}, cell),
-                                 torch::stable::new_empty(x, {B, S}, cell)};
-  const Tensor zero = torch::stable::new_zeros(cells, {1});  // of the cell type: reads as either
+  const Tensor d_c0 = seq::empty_cells(x, {B, S});
   const Tensor gcn = grad_cn ? detail::contiguous(seq::as_dtype(*grad_cn, cell)) : Tensor();
   const Tensor gatesc = detail::contiguous(gates), cellsc = detail::contiguous(cells);
-  Tensor Wv = W;
-  const Tensor W_h = torch::stable::narrow(Wv, 1, 0, S);
+  // Each output in storage of its own (outputs may not alias), [0] when not asked for.
+  Tensor d_x = empty(x, {0}), d_W = empty(x, {0}), d_b = empty(x, {need_b ? 3 * S : 0});
   const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
   const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
   const Tensor Wc = detail::contiguous(W);
   // grad_output is read in place by the whole recurrence, made contiguous
   // (a [T, B, S] copy) only for the stepping below.
   const auto stride = [&](int d) { return grad_output ? grad_output->stride(d) : 0; };
-  const bool whole = B * S > 0 && Backend::recurrence(SeqRecurrenceBackward{
+  const SeqRan ran = B * S == 0 ? SeqRan{}
+                                : Backend::recurrence(SeqRecurrenceBackward{
                                       grad_output ? grad_output->data_ptr() : nullptr,
                                       gcn.defined() ? gcn.data_ptr() : nullptr,
                                       gatesc.data_ptr(),
@@ -269,15 +288,20 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
                                       {stride(0), stride(1), stride(2)},
                                       d_gates.data_ptr(),
                                       need_h0 ? dh.data_ptr() : nullptr,
-                                      dc[0].data_ptr(),
+                                      d_c0.data_ptr(),
+                                      need_b ? d_b.data_ptr() : nullptr,
                                       S + F,
                                       T,
                                       B,
                                       S,
                                       dtype,
                                       x.get_device_index()});
+  const bool whole = ran.whole;
   const Tensor go = grad_output && !whole ? detail::contiguous(*grad_output) : Tensor();
   if (B * S > 0 && !whole) {  // else d_gates has no elements, or is made
+    const Tensor zero = torch::stable::new_zeros(cells, {1});  // of the cell type: reads as either
+    const std::array<Tensor, 2> dc{d_c0, seq::empty_cells(x, {B, S})};
+    const Tensor W_h = seq::view(W, 0, {3 * S, S}, {W.stride(0), W.stride(1)});
     for (int64_t t = T - 1; t >= 0; --t) {
       SeqStepBackward p{zero.data_ptr(),
                         zero.data_ptr(),
@@ -309,43 +333,46 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
         Backend::addmm(dh, dh, d_gates_t, W_h, 0.0);
     }
   }
-  // Each output in storage of its own (outputs may not alias), [0] when not asked for.
-  Tensor d_x = empty(x, {0}), d_W = empty(x, {0}), d_b = empty(x, {0});
-  if (need_x)
-    d_x = torch::stable::reshape(torch::stable::matmul(d_gates, torch::stable::narrow(Wv, 1, S, F)),
-                                 {T, B, F});
+  // The GEMMs over all T * B rows, through the C shim into their outputs.
+  if (need_x) {
+    d_x = empty(x, {T, B, F});
+    if (F > 0)
+      Backend::addmm(seq::rows(d_x, 0, T * B, F), seq::rows(d_x, 0, T * B, F), d_gates,
+                     seq::view(W, S * W.stride(1), {3 * S, F}, {W.stride(0), W.stride(1)}), 0.0);
+  }
+  const auto t_rows = [&](int64_t r0, int64_t n) {  // rows [r0, r0 + n) of d_gates, transposed
+    return seq::view(d_gates, r0 * 3 * S, {3 * S, n}, {1, 3 * S});
+  };
   if (need_W) {
-    // d_W = d_gates^T [h_{t-1}, x_t] over all T * B rows, by column block
-    // (no [T * B, S + F] copy of the inputs): the h block, addmm into it,
-    // from h0 (step 0) and output (steps 1..T-1); the x block from x.
-    d_W = torch::stable::new_empty(x, {3 * S, S + F});
-    const Tensor dW_h = torch::stable::narrow(d_W, 1, 0, S);
-    const auto t_rows = [&](int64_t r0, int64_t n) {
-      return torch::stable::transpose(seq::rows(d_gates, r0, n, 3 * S), 0, 1);
-    };
+    // d_W = d_gates^T [h_{t-1}, x_t], by column block (no [T * B, S + F]
+    // copy of the inputs): the h block from h0 (step 0) and output (steps
+    // 1..T-1), the x block from x.
+    d_W = empty(x, {3 * S, S + F});
+    const Tensor dW_h = seq::view(d_W, 0, {3 * S, S}, {S + F, 1});
     Backend::addmm(dW_h, dW_h, t_rows(0, B), detail::contiguous(h0), 0.0);
     if (T > 1)
       Backend::addmm(dW_h, dW_h, t_rows(B, (T - 1) * B),
                      seq::rows(detail::contiguous(output), 0, (T - 1) * B, S), 1.0);
     if (F > 0) {
-      Tensor dW_x = torch::stable::narrow(d_W, 1, S, F);
-      torch::stable::copy_(
-          dW_x,
-          torch::stable::matmul(t_rows(0, T * B), seq::rows(detail::contiguous(x), 0, T * B, F)));
+      const Tensor dW_x = seq::view(d_W, S, {3 * S, F}, {S + F, 1});
+      Backend::addmm(dW_x, dW_x, t_rows(0, T * B), seq::rows(detail::contiguous(x), 0, T * B, F),
+                     0.0);
     }
   }
-  if (need_b) {
+  if (need_b && !ran.bias) {
     // A [1, T * B] x [T * B, 3S] product: a sum over dim 0 of a CUDA tensor
     // stages its partial results in a buffer (48 MiB at T * B = 4096, 3S =
     // 1536) larger than the whole saved sequence of a bfloat16 layer.
-    Tensor ones = torch::stable::new_empty(x, {1, T * B});
+    Tensor ones = empty(x, {1, T * B});
     torch::stable::fill_(ones, 1.0);
-    d_b = torch::stable::reshape(torch::stable::matmul(ones, d_gates), {3 * S});
+    const Tensor row = seq::rows(d_b, 0, 1, 3 * S);
+    Backend::addmm(row, row, ones, d_gates, 0.0);
   }
   Tensor d_h0 = need_h0 ? (B * S > 0 ? dh : torch::stable::new_zeros(x, {B, S})) : empty(x, {0});
-  Tensor d_c0 = empty(x, {0});
-  if (need_c0) d_c0 = B * S > 0 ? seq::as_dtype(dc[0], dtype) : torch::stable::new_zeros(x, {B, S});
-  return {d_x, d_W, d_b, d_h0, d_c0};
+  Tensor d_c0_out = empty(x, {0});
+  if (need_c0)
+    d_c0_out = B * S > 0 ? seq::as_dtype(d_c0, dtype) : torch::stable::new_zeros(x, {B, S});
+  return {d_x, d_W, d_b, d_h0, d_c0_out};
 }
 
 }  // namespace kernforge

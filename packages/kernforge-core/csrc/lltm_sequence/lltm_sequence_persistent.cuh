@@ -169,7 +169,7 @@ template <class scalar_t>
 struct ForwardArgs {
   const scalar_t *P, *bias, *W, *h0;  // P [T, B, 3S] = x W_x^T; W [3S, ldw]
   const float* c0;
-  scalar_t *gates, *output;
+  scalar_t *gates, *output, *c_n;  // c_n [B, S]: the last step's cell
   float* cells;
   int64_t ldw;
   int T, batch, S;
@@ -183,6 +183,7 @@ struct BackwardArgs {
   const float *grad_cn, *cells;             // grad_cn may be null (zero)
   scalar_t *d_gates, *d_h0;                 // d_h0 null: not asked for
   float* d_c0;
+  scalar_t* d_b;  // written by the cluster kernel where not null
   int64_t ldw;
   int T, batch, S;
   Plan plan;
@@ -249,6 +250,7 @@ __device__ inline void store_forward(const ForwardArgs<scalar_t>& a, int t, int 
   g[2 * S + s] = static_cast<scalar_t>(e.z);
   a.cells[row * S + s] = e.c;
   a.output[row * S + s] = static_cast<scalar_t>(e.h);
+  if (t == a.T - 1) a.c_n[b * S + s] = static_cast<scalar_t>(e.c);
 }
 
 // The saved gates and cell of step t.
