@@ -481,10 +481,10 @@ def lltm_sequence(
         _checks.fail("lltm_sequence", "weight must be 2-D with 3 * hidden_size rows", weight=weight)
     xs = x.transpose(0, 1) if batch_first else x
     batch, state = xs.shape[1], weight.shape[0] // 3
-    if h0 is None:
-        h0 = xs.new_zeros((batch, state))
-    if c0 is None:
-        c0 = xs.new_zeros((batch, state))
+    if h0 is None or c0 is None:
+        zeros = xs.new_zeros((batch, state))
+        h0 = zeros if h0 is None else h0
+        c0 = zeros if c0 is None else c0
     if torch.is_autocast_enabled(xs.device.type):
         dtype = torch.get_autocast_dtype(xs.device.type)
         xs, weight, bias, h0, c0 = (t.to(dtype) for t in (xs, weight, bias, h0, c0))

@@ -164,8 +164,11 @@ class LLTMSequence(nn.Module):
             bias = getattr(self, f"bias_l{k}")
             yield weight, (weight.new_zeros(weight.shape[:1]) if bias is None else bias)
 
-    def _run(self, fn, x: Tensor, h0: Tensor, c0: Tensor):
-        """All layers over time-major x [T, B, F]: (output, h_n, c_n)."""
+    def _run(self, fn, x: Tensor, h0: Tensor | None, c0: Tensor | None):
+        """All layers over time-major x [T, B, F] from h0, c0 [num_layers, B, S]
+        (None: zeros): (output, h_n, c_n)."""
+        if h0 is None:  # one [B, S] of zeros for every layer: no per-layer select
+            h0 = c0 = [x.new_zeros((x.shape[1], self.hidden_size))] * self.num_layers
         h_n, c_n = [], []
         for k, (weight, bias) in enumerate(self._layers()):
             x, (h, c) = fn(x, weight, bias, h0[k], c0[k])
@@ -175,11 +178,11 @@ class LLTMSequence(nn.Module):
             return x, h_n[0].unsqueeze(0), c_n[0].unsqueeze(0)
         return x, torch.stack(h_n), torch.stack(c_n)
 
-    def _state(self, hx, batch: int, like: Tensor, batched: bool) -> tuple[Tensor, Tensor]:
+    def _state(self, hx, batch: int, batched: bool) -> tuple[Tensor | None, Tensor | None]:
+        """hx as [num_layers, B, S] each, checked; (None, None) for zeros."""
         shape = (self.num_layers, batch, self.hidden_size)
         if hx is None:
-            zeros = like.new_zeros(shape)
-            return zeros, zeros
+            return None, None
         h0, c0 = hx
         if not batched:
             h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
@@ -209,7 +212,7 @@ class LLTMSequence(nn.Module):
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
-        h0, c0 = self._state(hx, x.shape[1], x, batched)
+        h0, c0 = self._state(hx, x.shape[1], batched)
         output, h_n, c_n = self._run(fn, x, h0, c0)
         if not batched:
             return output.squeeze(1), (h_n.squeeze(1), c_n.squeeze(1))
@@ -219,7 +222,9 @@ class LLTMSequence(nn.Module):
         # Sequences of one length run together, time-major: each group's h_n
         # and c_n are its own last step's, and padding never enters a step.
         x, lengths = nn.utils.rnn.pad_packed_sequence(packed)  # [T, B, F], the caller's order
-        h0, c0 = self._state(hx, x.shape[1], x, True)
+        h0, c0 = self._state(hx, x.shape[1], True)
+        if h0 is None:
+            h0 = c0 = x.new_zeros((self.num_layers, x.shape[1], self.hidden_size))
         output = x.new_zeros((x.shape[0], x.shape[1], self.hidden_size))
         h_n, c_n = h0.new_empty(h0.shape), c0.new_empty(c0.shape)
         for length in torch.unique(lengths).tolist():
