@@ -56,6 +56,12 @@ CUDA_TARGETS = {
     ("lltm", "8192x1024x2048"): [
         ("no slower than the faster of eager and torch.compile", lambda r: _faster(r) >= 1.0),
     ],
+    ("lltm_weights", "1024x512x1024"): [
+        ("≥1.1x faster than the faster of eager and torch.compile", lambda r: _faster(r) >= 1.1),
+    ],
+    ("lltm_weights", "8192x1024x2048"): [
+        ("no slower than the faster of eager and torch.compile", lambda r: _faster(r) >= 1.0),
+    ],
     **{
         ("lltm_sequence_train", "float32", size): [
             (f"≥{x}x faster than cuDNN GRU", lambda r, x=x: r["gru"] / r["median"] >= x)
@@ -92,6 +98,10 @@ CHAIN_TARGETS = {
         ("no slower than plain torch compiled (1%: noise)", lambda r: r["median"] <= 1.01 * r["compile"])
     ],
 }
+
+
+# The LLTM step's cases: every input needing a gradient, or only the weights.
+LLTM_STEP = ("lltm", "lltm_weights")
 
 
 def _faster(r) -> float:
@@ -272,7 +282,7 @@ def report_tables(data: dict) -> list[str]:
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in all_rows:
-        if r["case"] == "lltm" or r["kind"] != "op":
+        if r["case"] in LLTM_STEP or r["kind"] != "op":
             continue
         # bandwidth where the run has the copy of that size (not for the per-call rows)
         gbps, of_copy = (
@@ -282,16 +292,17 @@ def report_tables(data: dict) -> list[str]:
             f"| {r['case']} | {r['dtype']} | {r['size']} | {_us(r['median'])} | {_us(r['eager'])} | "
             f"{_us(r['compile'])} | {ratio(r, 'eager')} | {ratio(r, 'compile')} | {gbps} | {of_copy} |"
         )
-    lltm = [r for r in all_rows if r["case"] == "lltm"]
+    lltm = [r for r in all_rows if r["case"] in LLTM_STEP]
     if lltm:
         lines += [
             "",
             "| LLTM step, forward + backward | dtype | kernforge | eager | compile | vs eager | vs compile |",
             "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
         ]
-        for r in sorted(lltm, key=lambda r: (r["dtype"] != "float32", r["n"])):
+        for r in sorted(lltm, key=lambda r: (r["case"], r["dtype"] != "float32", r["n"])):
+            only = ", only the weights' gradients" if r["case"] == "lltm_weights" else ""
             lines.append(
-                f"| (B, F, S) = ({r['size'].replace('x', ', ')}) | {r['dtype']} | {_us(r['median'])} | "
+                f"| (B, F, S) = ({r['size'].replace('x', ', ')}){only} | {r['dtype']} | {_us(r['median'])} | "
                 f"{_us(r['eager'])} | {_us(r['compile'])} | {ratio(r, 'eager')} | {ratio(r, 'compile')} |"
             )
     recurrent = [r for r in all_rows if r["kind"] == "recurrent"]
@@ -441,7 +452,7 @@ def check_targets(data: dict) -> list[str]:
     targets = CPU_TARGETS if data["machine_info"].get("device") == "cpu" else CUDA_TARGETS
     all_rows = rows(data)
     largest = {}
-    sized = [r for r in all_rows if r["case"] != "lltm" and r["kind"] != "recurrent"]
+    sized = [r for r in all_rows if r["case"] not in LLTM_STEP and r["kind"] != "recurrent"]
     for r in sized:
         largest[r["case"], r["dtype"]] = max(largest.get((r["case"], r["dtype"]), 0), r["n"])
     out = []
