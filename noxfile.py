@@ -313,6 +313,25 @@ SANITIZERS = {
     "initcheck": ["--report-api-errors=no"],
     "synccheck": [],
 }
+# initcheck does not see what torch's own 16-bit cuBLAS GEMMs write: `a @ b`
+# in bfloat16 or float16 followed by `.cpu()` reports every element of the
+# product as an uninitialized read (3072 of 3072; float32: none; H100,
+# torch 2.11.0+cu130, probe of 2026-11-24). The LLTM tests whose 16-bit data
+# goes through those GEMMs (cell and sequence) stay out of initcheck; the
+# other tools run them.
+INITCHECK_BLIND = "lltm and float16"  # -k substring: float16 covers bfloat16
+
+
+def _and_k(args: list[str], expression: str) -> list[str]:
+    """pytest arguments with `expression` and-ed into their -k (or as one)."""
+    out, given = list(args), None
+    for i, a in enumerate(out[:-1]):
+        if a == "-k":
+            given = i + 1
+    if given is None:
+        return [*out, "-k", expression]
+    out[given] = f"({out[given]}) and {expression}"
+    return out
 
 
 @nox.session
@@ -337,7 +356,7 @@ def sanitize(session: nox.Session) -> None:
             session.run(
                 sanitizer, f"--tool={tool}", "--error-exitcode=1", *SANITIZERS[tool],
                 "python", "-m", "pytest", "tests", "-m", "cuda and sanitize", "-q", "-p", "no:cacheprovider",
-                *pytest_args,
+                *(_and_k(pytest_args, f"not ({INITCHECK_BLIND})") if tool == "initcheck" else pytest_args),
                 env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, external=True,
                 stdout=out, stderr=subprocess.STDOUT, success_codes=[0, 1],
             )  # fmt: skip
