@@ -50,8 +50,12 @@ __device__ inline uint32_t in_rank(uint32_t address, uint32_t rank) {
   return out;
 }
 
+// The owning block's arrival on its own mbarrier. Its release is to the
+// block alone: the arriving thread wrote nothing that another block reads
+// (the pushes carry their data), and at cluster scope the release stalled
+// that thread a step behind its global stores.
 __device__ inline void expect_bytes(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.release.cluster.shared::cta.b64 _, [%0], %1;" ::"r"(
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(
                    shared_address(bar)),
                "r"(bytes)
                : "memory");
@@ -87,24 +91,30 @@ __device__ inline void init_exchange(uint64_t* bars, uint32_t bytes, bool first0
 
 // Pushes `parts` runs of n floats (n a multiple of 4, 16-byte aligned),
 // `pitch` floats apart from `from`, to the same place in every other block
-// of the cluster, completing on that block's mbarrier at `bar`'s place:
-// consecutive threads push consecutive float4s of a block.
-__device__ inline void push(const cooperative_groups::cluster_group& cluster, const float* from,
-                            int n, int parts, int pitch, int blocks, const uint64_t* bar) {
-  const int self = static_cast<int>(cluster.block_rank()), quads = n / 4;
-  const int per_block = parts * quads;
+// of the cluster, completing on that block's mbarrier at `bar`'s place.
+// Warp w serves the blocks w, w + warps, ... (this one left out), its lanes
+// consecutive float4s; no division, so a step's push starts at once.
+__device__ inline void push(const float* from, int n, int parts, int pitch, int blocks, int self,
+                            const uint64_t* bar) {
+  const int quads = n / 4, per_block = parts * quads;
+  const int lane = static_cast<int>(threadIdx.x) % 32, warps = static_cast<int>(blockDim.x) / 32;
   const uint32_t base = shared_address(from), bar_address = shared_address(bar);
-  for (int idx = threadIdx.x; idx < per_block * (blocks - 1); idx += blockDim.x) {
-    const int r = idx / per_block, q = idx - r * per_block, part = q / quads;
-    const int offset = part * pitch + (q - part * quads) * 4;
-    const float4 v = *reinterpret_cast<const float4*>(from + offset);
+  for (int r = static_cast<int>(threadIdx.x) / 32; r < blocks - 1; r += warps) {
     const uint32_t rank = static_cast<uint32_t>(r + (r >= self));
-    asm volatile(
-        "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
-        "[%5];" ::"r"(in_rank(base + 4 * offset, rank)),
-        "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
-        "r"(__float_as_uint(v.w)), "r"(in_rank(bar_address, rank))
-        : "memory");
+    const uint32_t to = in_rank(base, rank), to_bar = in_rank(bar_address, rank);
+    int part = 0, q = lane;  // the float4 q of run `part`
+    while (q >= quads) q -= quads, ++part;
+    for (int idx = lane; idx < per_block; idx += 32) {
+      const int offset = part * pitch + q * 4;
+      const float4 v = *reinterpret_cast<const float4*>(from + offset);
+      asm volatile(
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
+          "[%5];" ::"r"(to + 4 * offset),
+          "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
+          "r"(__float_as_uint(v.w)), "r"(to_bar)
+          : "memory");
+      for (q += 32; q >= quads;) q -= quads, ++part;
+    }
   }
 }
 #endif
@@ -117,7 +127,8 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
   const cg::cluster_group cluster = cg::this_cluster();
   const Plan& p = a.plan;
   const int J = p.units, B = a.batch, S = a.S, T = a.T;
-  const int j0 = static_cast<int>(cluster.block_rank()) * J, units = min(J, S - j0);
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int j0 = rank * J, units = min(J, S - j0);
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem4);  // [2]: buffer t & 1 receives h_{t-1}
   float* ws = reinterpret_cast<float*>(smem4 + 1);      // [3J][kp]
   float* hb = ws + p.ws;                                // [2][S][stride]: h_{t-1}, transposed
@@ -132,14 +143,14 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
     hb[idx] = b < B ? static_cast<float>(a.h0[b * S + k]) : 0.0f;
     hb[S * p.stride + idx] = 0.0f;
   }
-  const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
-  const int jt = item % J, b0 = item / J * kRows;
+  const Item it = item_of(p);
+  const int lane = it.lane, jt = it.j, b0 = it.b0;
   // One element (b, j) a thread (the plan makes sure), j fastest, its cell
   // in a register; its next input loads while the pushes land.
   const bool owner = static_cast<int>(threadIdx.x) < units * B;
   const int ob = threadIdx.x / units, oj = threadIdx.x % units;
   float c = owner ? a.c0[ob * S + j0 + oj] : 0.0f;
-  float in[3] = {0.0f, 0.0f, 0.0f};
+  StepInput<scalar_t> in{};
   if (owner) step_input(a, 0, ob, j0 + oj, in);
   cluster.sync();  // every block runs, its mbarriers set up, before any pushes into it
   for (int t = 0; t < T; ++t) {
@@ -149,7 +160,7 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
       if (threadIdx.x == 0 && t + 2 < T) expect_bytes(bars + (t & 1), bytes);
     }
     float acc[3][kRows] = {};
-    accumulate<3>(ws, hb + (t & 1) * S * p.stride, 0, S, B, p, acc);
+    accumulate<3>(ws, hb + (t & 1) * S * p.stride, 0, S, B, p, it, acc);
     reduce_lanes<3>(p, acc);
     if (lane == 0 && b0 < B)
 #pragma unroll
@@ -169,7 +180,7 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
     }
     if (send) {
       __syncthreads();  // the block's rows of h_t are complete, pre read
-      push(cluster, next + j0 * p.stride, units * p.stride, 1, 0, p.blocks, bars + ((t + 1) & 1));
+      push(next + j0 * p.stride, units * p.stride, 1, 0, p.blocks, rank, bars + ((t + 1) & 1));
     }
     if (owner) {
       store_forward(a, t, ob, j0 + oj, e);
@@ -188,7 +199,8 @@ __global__ void __launch_bounds__(kThreads)
   const cg::cluster_group cluster = cg::this_cluster();
   const Plan& p = a.plan;
   const int J = p.units, B = a.batch, S = a.S, T = a.T;
-  const int j0 = static_cast<int>(cluster.block_rank()) * J, units = min(J, S - j0);
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int j0 = rank * J, units = min(J, S - j0);
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem4);  // [2]: buffer t & 1 receives d_gates_t
   float* ws = reinterpret_cast<float*>(smem4 + 1);      // [J][kp]: W_h's columns, transposed
   float* db = ws + p.ws;                                // [2][3S][stride]: d_gates_t, transposed
@@ -200,8 +212,8 @@ __global__ void __launch_bounds__(kThreads)
                 sends(T - 1) && ((T - 1) & 1) == 1 || sends(T - 2) && (T & 1) == 1);
   load_backward_weights(ws, a.W, a.ldw, S, j0, units, p);
   for (int idx = threadIdx.x; idx < 2 * 3 * S * p.stride; idx += blockDim.x) db[idx] = 0.0f;
-  const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
-  const int jt = item % J, b0 = item / J * kRows;
+  const Item it = item_of(p);
+  const int lane = it.lane, jt = it.j, b0 = it.b0;
   // One element (b, j) a thread (the plan makes sure), j fastest, the cell's
   // gradient and the element's d_gates summed over the steps in registers;
   // the next step's saved values load while the pushes land.
@@ -229,8 +241,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (send) {
       __syncthreads();  // the block's columns of d_gates_t are complete, dh read
-      push(cluster, here + j0 * p.stride, units * p.stride, 3, S * p.stride, p.blocks,
-           bars + (t & 1));
+      push(here + j0 * p.stride, units * p.stride, 3, S * p.stride, p.blocks, rank, bars + (t & 1));
     }
     float go[kRows] = {};
     if (owner) {
@@ -246,7 +257,7 @@ __global__ void __launch_bounds__(kThreads)
     wait_phase(bars + (t & 1), ((T - 1 - t) >> 1) & 1);
     if (threadIdx.x == 0 && sends(t - 2)) expect_bytes(bars + (t & 1), bytes);
     float acc[1][kRows] = {};
-    accumulate<1>(ws, here, 0, 3 * S, B, p, acc);
+    accumulate<1>(ws, here, 0, 3 * S, B, p, it, acc);
     reduce_lanes<1>(p, acc);
     if (lane == 0 && jt < units)
 #pragma unroll

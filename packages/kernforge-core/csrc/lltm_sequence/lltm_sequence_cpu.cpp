@@ -14,6 +14,8 @@ namespace {
 
 struct CpuSequence {
   using Guard = cpu::Launcher::Guard;
+  // The row pass takes pre and gates as __restrict: they must not overlap.
+  static constexpr bool kGatesOverPre = false;
 
   static void addmm(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b,
                     double beta) {

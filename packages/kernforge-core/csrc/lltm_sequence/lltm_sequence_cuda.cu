@@ -24,14 +24,14 @@ namespace {
 using cuda_lltm::kThreads;
 
 // One step's gates from pre [B, 3S] in rows (the step's slice of the input
-// projection plus its recurrent GEMM): thread (s, b) over a grid of
+// projection plus its recurrent GEMM), which gates may overwrite (each thread
+// reads its element's three values before it writes them): thread (s, b) over a grid of
 // (ceil(S / kThreads), rows); reads and writes are coalesced along s.
 template <class scalar_t, class cell_t>
 __global__ void __launch_bounds__(kThreads)
-    step_forward_kernel(const scalar_t* __restrict__ pre, const scalar_t* __restrict__ bias,
-                        const cell_t* __restrict__ c_prev, scalar_t* __restrict__ gates,
-                        cell_t* __restrict__ c, scalar_t* __restrict__ h, int64_t batch,
-                        int64_t S) {
+    step_forward_kernel(const scalar_t* pre, const scalar_t* __restrict__ bias,
+                        const cell_t* __restrict__ c_prev, scalar_t* gates, cell_t* __restrict__ c,
+                        scalar_t* __restrict__ h, int64_t batch, int64_t S) {
   using acc_t = opmath_t<scalar_t>;
   const int64_t s = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= S) return;
@@ -54,6 +54,9 @@ __global__ void __launch_bounds__(kThreads)
 
 struct CudaSequence {
   using Guard = cuda::Launcher::Guard;
+  // step_forward_kernel and the persistent kernels read an element's pre
+  // before they write its gates, in the same thread.
+  static constexpr bool kGatesOverPre = true;
 
   static void addmm(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b,
                     double beta) {

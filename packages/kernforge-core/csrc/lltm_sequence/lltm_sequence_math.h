@@ -200,7 +200,7 @@ inline void check_backward(const Tensor* grad_output, const Tensor* grad_cn, con
 
 // The forward: (output [T, B, S] every step's h, c_n [B, S], gates
 // [T, B, 3S] activated, cells [T, B, S] every step's c in the cell type).
-// Backend: Guard, addmm(out, self, a, b, beta) (out = beta * self + a b),
+// Backend: Guard, kGatesOverPre, addmm(out, self, a, b, beta) (out = beta * self + a b),
 // step(const SeqStep&), step_backward(const SeqStepBackward&),
 // recurrence(const SeqRecurrence&), recurrence(const SeqRecurrenceBackward&).
 template <class Backend>
@@ -221,8 +221,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
   const Tensor xc = detail::contiguous(x), bc = detail::contiguous(b), h0c = detail::contiguous(h0);
   const Tensor c0c = detail::contiguous(seq::as_dtype(c0, cell));
   const Tensor W_hT = seq::columns_t(W, 0, S);
-  // P [T * B, 3S]; pre_t is P_t after its addmm. F = 0: P is zeros.
-  Tensor P = empty(x, {T * B, 3 * S});
+  // P [T * B, 3S]; pre_t is P_t after its addmm. F = 0: P is zeros. Where
+  // the backend's gate passes read an element's three values of pre_t before
+  // they write its gates (Backend::kGatesOverPre), P is gates' storage.
+  Tensor P = Backend::kGatesOverPre ? seq::rows(gates, 0, T * B, 3 * S) : empty(x, {T * B, 3 * S});
   if (F > 0)
     Backend::addmm(P, P, seq::rows(xc, 0, T * B, F), seq::columns_t(W, S, F), 0.0);
   else
@@ -270,8 +272,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   const Tensor d_c0 = seq::empty_cells(x, {B, S});
   const Tensor gcn = grad_cn ? detail::contiguous(seq::as_dtype(*grad_cn, cell)) : Tensor();
   const Tensor gatesc = detail::contiguous(gates), cellsc = detail::contiguous(cells);
-  // Each output in storage of its own (outputs may not alias), [0] when not asked for.
-  Tensor d_x = empty(x, {0}), d_W = empty(x, {0}), d_b = empty(x, {need_b ? 3 * S : 0});
+  // Each output in storage of its own (outputs may not alias), [0] when not
+  // asked for; d_x and d_W are made after the recurrence is launched.
+  Tensor d_b = empty(x, {need_b ? 3 * S : 0});
   const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
   const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
   const Tensor Wc = detail::contiguous(W);
@@ -334,8 +337,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
     }
   }
   // The GEMMs over all T * B rows, through the C shim into their outputs.
+  const Tensor d_x = need_x ? empty(x, {T, B, F}) : empty(x, {0});
   if (need_x) {
-    d_x = empty(x, {T, B, F});
     if (F > 0)
       Backend::addmm(seq::rows(d_x, 0, T * B, F), seq::rows(d_x, 0, T * B, F), d_gates,
                      seq::view(W, S * W.stride(1), {3 * S, F}, {W.stride(0), W.stride(1)}), 0.0);
@@ -343,11 +346,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   const auto t_rows = [&](int64_t r0, int64_t n) {  // rows [r0, r0 + n) of d_gates, transposed
     return seq::view(d_gates, r0 * 3 * S, {3 * S, n}, {1, 3 * S});
   };
+  const Tensor d_W = need_W ? empty(x, {3 * S, S + F}) : empty(x, {0});
   if (need_W) {
     // d_W = d_gates^T [h_{t-1}, x_t], by column block (no [T * B, S + F]
     // copy of the inputs): the h block from h0 (step 0) and output (steps
     // 1..T-1), the x block from x.
-    d_W = empty(x, {3 * S, S + F});
     const Tensor dW_h = seq::view(d_W, 0, {3 * S, S}, {S + F, 1});
     Backend::addmm(dW_h, dW_h, t_rows(0, B), detail::contiguous(h0), 0.0);
     if (T > 1)

@@ -114,19 +114,29 @@ __device__ inline void stage(float* vt, const scalar_t* v, int64_t ldv, int k0, 
   }
 }
 
+// A thread's item of the recurrent product, worked out once a launch: the
+// unit j, the first of its kRows batch rows, and its lane among the item's
+// p.lanes threads.
+struct Item {
+  int j, b0, lane;
+};
+
+__device__ inline Item item_of(const Plan& p) {
+  const int item = static_cast<int>(threadIdx.x) / p.lanes;
+  return {item % p.units, item / p.units * kRows, static_cast<int>(threadIdx.x) % p.lanes};
+}
+
 // acc[g][r] += sum_k ws[(g J + j) kp + k0 + k] vt[k][b0 + r] over k < n for
 // the thread's item (j, b0), each lane of the item taking every lanes-th k.
 template <int G>
 __device__ inline void accumulate(const float* ws, const float* vt, int k0, int n, int batch,
-                                  const Plan& p, float (&acc)[G][kRows]) {
-  const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
-  const int j = item % p.units, b0 = item / p.units * kRows;
-  if (b0 >= batch) return;
-  for (int k = lane; k < n; k += p.lanes) {
-    const float4 h = *reinterpret_cast<const float4*>(vt + k * p.stride + b0);
+                                  const Plan& p, const Item& it, float (&acc)[G][kRows]) {
+  if (it.b0 >= batch) return;
+  for (int k = it.lane; k < n; k += p.lanes) {
+    const float4 h = *reinterpret_cast<const float4*>(vt + k * p.stride + it.b0);
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-      const float w = ws[(g * p.units + j) * p.kp + k0 + k];
+      const float w = ws[(g * p.units + it.j) * p.kp + k0 + k];
       acc[g][0] += w * h.x;
       acc[g][1] += w * h.y;
       acc[g][2] += w * h.z;
@@ -150,7 +160,8 @@ __device__ inline void reduce_lanes(const Plan& p, float (&acc)[G][kRows]) {
 // v [batch, K] rows ldv apart, staged a chunk at a time.
 template <int G, class scalar_t>
 __device__ inline void recurrent_product(const float* ws, float* vt, const scalar_t* v, int64_t ldv,
-                                         int K, int batch, const Plan& p, float (&acc)[G][kRows]) {
+                                         int K, int batch, const Plan& p, const Item& it,
+                                         float (&acc)[G][kRows]) {
 #pragma unroll
   for (int g = 0; g < G; ++g)
 #pragma unroll
@@ -160,7 +171,7 @@ __device__ inline void recurrent_product(const float* ws, float* vt, const scala
     __syncthreads();  // the previous chunk is consumed
     stage(vt, v, ldv, k0, n, batch, p);
     __syncthreads();
-    accumulate<G>(ws, vt, k0, n, batch, p, acc);
+    accumulate<G>(ws, vt, k0, n, batch, p, it, acc);
   }
   reduce_lanes<G>(p, acc);
 }
@@ -214,14 +225,26 @@ __device__ inline void load_backward_weights(float* ws, const scalar_t* W, int64
   }
 }
 
-// The gate pass's input P_t + b.
+// The gate pass's input P_t + b of one element, as loaded: the sums are
+// taken where the pass reads them, so that the loads stay in flight until
+// then (the step's recurrent product or exchange runs meanwhile).
+template <class scalar_t>
+struct StepInput {
+  scalar_t P[3], bias[3];
+  __device__ float operator[](int g) const {
+    return static_cast<float>(P[g]) + static_cast<float>(bias[g]);
+  }
+};
+
 template <class scalar_t>
 __device__ inline void step_input(const ForwardArgs<scalar_t>& a, int t, int b, int s,
-                                  float (&in)[3]) {
+                                  StepInput<scalar_t>& in) {
   const scalar_t* P = a.P + (static_cast<int64_t>(t) * a.batch + b) * 3 * a.S;
 #pragma unroll
-  for (int g = 0; g < 3; ++g)
-    in[g] = static_cast<float>(P[g * a.S + s]) + static_cast<float>(a.bias[g * a.S + s]);
+  for (int g = 0; g < 3; ++g) {
+    in.P[g] = P[g * a.S + s];
+    in.bias[g] = a.bias[g * a.S + s];
+  }
 }
 
 // One element's forward gate pass: its gates, cell and h (as stored: what
@@ -310,19 +333,19 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
     const int b = idx / units, j = idx - b * units;
     c[j * RB + b] = a.c0[(r0 + b) * S + j0 + j];
   }
-  const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
-  const int jt = item % J, b0 = item / J * kRows;
+  const Item it = item_of(p);
+  const int lane = it.lane, jt = it.j, b0 = it.b0;
   // Elements idx = (b, j), j fastest. With one element a thread, its input
   // loads before the recurrent product, so their latency hides behind it.
   const bool one = units * R <= static_cast<int>(blockDim.x);
   auto grid = cooperative_groups::this_grid();
   for (int t = 0; t < a.T; ++t) {
-    float next[3] = {0.0f, 0.0f, 0.0f};
+    StepInput<scalar_t> next{};
     if (one && static_cast<int>(threadIdx.x) < units * R)
       step_input(a, t, r0 + threadIdx.x / units, j0 + threadIdx.x % units, next);
     const scalar_t* h = t == 0 ? a.h0 : a.output + static_cast<int64_t>(t - 1) * B * S;
     float acc[3][kRows];
-    recurrent_product<3>(ws, vt, h + r0 * S, S, S, R, p, acc);
+    recurrent_product<3>(ws, vt, h + r0 * S, S, S, R, p, it, acc);
     if (lane == 0 && b0 < R)
 #pragma unroll
       for (int g = 0; g < 3; ++g)
@@ -332,7 +355,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
     __syncthreads();
     for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
       const int b = idx / units, j = idx - b * units;
-      float in[3] = {next[0], next[1], next[2]};
+      StepInput<scalar_t> in = next;
       if (!one) step_input(a, t, r0 + b, j0 + j, in);
       const ForwardElement e =
           gate_forward<scalar_t>(in[0] + pre[j * RB + b], in[1] + pre[(J + j) * RB + b],
@@ -361,8 +384,8 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
     dh[j * RB + b] = step_grad_output(a, a.T - 1, r0 + b, j0 + j);
     dc[j * RB + b] = a.grad_cn ? a.grad_cn[(r0 + b) * S + j0 + j] : 0.0f;
   }
-  const int item = threadIdx.x / p.lanes, lane = threadIdx.x % p.lanes;
-  const int jt = item % J, b0 = item / J * kRows;
+  const Item it = item_of(p);
+  const int lane = it.lane, jt = it.j, b0 = it.b0;
   // With one element a thread, the next step's saved values load before the
   // grid synchronization and the recurrent product, hiding their latency.
   const bool one = units * R <= static_cast<int>(blockDim.x);
@@ -391,7 +414,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
     grid.sync();
     float acc[1][kRows];
     const scalar_t* d_gates = a.d_gates + static_cast<int64_t>(t) * B * 3 * S;
-    recurrent_product<1>(ws, vt, d_gates + r0 * 3 * S, 3 * S, 3 * S, R, p, acc);
+    recurrent_product<1>(ws, vt, d_gates + r0 * 3 * S, 3 * S, 3 * S, R, p, it, acc);
     if (lane == 0 && jt < units)
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
