@@ -135,16 +135,17 @@ def test_output_mask(device, size):
 
 
 @pytest.mark.sanitize
-@pytest.mark.parametrize("state", [7, 600])  # on CUDA: one cluster, the grid
-def test_grad_output_of_any_strides(device, state):
+# on CUDA: one cluster, the grid, cuBLAS per step (B above the persistent kernels')
+@pytest.mark.parametrize(("batch", "state"), [(6, 7), (6, 600), (80, 9)], ids=str)
+def test_grad_output_of_any_strides(device, batch, state):
     # output.sum() hands the backward one value expanded (all strides 0); a
     # gradient may also come transposed. Both read as their contiguous copy.
     gen = torch.Generator().manual_seed(71)
-    x, W, b, h0, c0 = _inputs(5, 6, 4, state, torch.float32, device, gen)
+    x, W, b, h0, c0 = _inputs(5, batch, 4, state, torch.float32, device, gen)
     out, _, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
     saved = (x, W, h0, out, cells, gates)
-    transposed = random((6, 5, state), torch.float32, device, gen).transpose(0, 1)
-    expanded = torch.tensor(0.7, device=device).expand(5, 6, state)
+    transposed = random((batch, 5, state), torch.float32, device, gen).transpose(0, 1)
+    expanded = torch.tensor(0.7, device=device).expand(5, batch, state)
     for go in (transposed, expanded):
         got = torch.ops.kernforge.lltm_sequence_backward(go, None, *saved, [True] * 5)
         want = torch.ops.kernforge.lltm_sequence_backward(go.contiguous(), None, *saved, [True] * 5)
@@ -204,6 +205,31 @@ def test_zero_state_by_default(device):
     close(c_n, r_c)
 
 
+@pytest.mark.sanitize
+# on CUDA: one cluster, the grid, cuBLAS per step
+@pytest.mark.parametrize("size", [(5, 3, 4, 6), (3, 33, 5, 300), (4, 80, 5, 8)], ids=str)
+@pytest.mark.parametrize("given", ["neither", "h0", "c0"])
+def test_absent_state_is_zeros(device, size, given):
+    # h0 or c0 None reaches the op as None (no tensor of zeros is made): the
+    # outputs and the gradients equal those from explicit zeros.
+    gen = torch.Generator().manual_seed(74)
+    x, W, b, h0, c0 = _inputs(*size, torch.float32, device, gen)
+    _, batch, _, state = size
+    absent = [t if name == given else None for name, t in (("h0", h0), ("c0", c0))]
+    zeros = [torch.zeros(batch, state, device=device) if t is None else t for t in absent]
+    ours = [t.clone().requires_grad_() for t in (x, W, b)] + absent
+    theirs = [t.clone().requires_grad_() for t in (x, W, b)] + [t.clone().requires_grad_() for t in zeros]
+    got = kernforge.lltm_sequence(*ours)
+    want = kernforge.lltm_sequence(*theirs)
+    upstream = [random(t.shape, torch.float32, device, gen) for t in (got[0], *got[1])]
+    torch.autograd.backward((got[0], *got[1]), upstream)
+    torch.autograd.backward((want[0], *want[1]), upstream)
+    for g, w in zip((got[0], *got[1]), (want[0], *want[1]), strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
+    for o, t in zip(ours[:3], theirs[:3], strict=True):  # x, weight, bias
+        torch.testing.assert_close(o.grad, t.grad, rtol=1e-6, atol=1e-6)
+
+
 def test_no_steps(device):
     gen = torch.Generator().manual_seed(75)
     _, W, b, h0, c0 = _inputs(1, 3, 2, 5, torch.float32, device, gen)
@@ -244,6 +270,16 @@ def test_opcheck(device, size):
         torch.library.opcheck(
             torch.ops.kernforge.lltm_sequence_backward.default, (go, gc, x, W, h0, out, cells, gates, mask)
         )
+    # h0 and c0 absent (zeros)
+    torch.library.opcheck(
+        torch.ops.kernforge.lltm_sequence_forward.default,
+        (x.requires_grad_(), W.requires_grad_(), b, None, None),
+    )
+    out, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x.detach(), W.detach(), b, None, c0)
+    torch.library.opcheck(
+        torch.ops.kernforge.lltm_sequence_backward.default,
+        (torch.randn_like(out), None, x.detach(), W.detach(), None, out, cells, gates, [True] * 5),
+    )
 
 
 def test_compile_fullgraph(device):
@@ -421,6 +457,9 @@ ERRORS = [
     ("bias_size", {"b": _t(9)}, "bias must be [3 * hidden_size] = [12], got bias: [9]"),
     ("h0_batch", {"h0": _t(3, 4)}, "h0 and c0 must be [batch, hidden_size] = [2, 4]"),
     ("c0_state", {"c0": _t(2, 5)}, "h0 and c0 must be [batch, hidden_size] = [2, 4]"),
+    ("c0_state_no_h0", {"h0": None, "c0": _t(2, 5)}, "h0 and c0 must be [batch, hidden_size] = [2, 4]"),
+    ("c0_rank_no_h0", {"h0": None, "c0": _t(2, 4, 1)}, "c0 must be 2-D, got c0: [2, 4, 1]"),
+    ("c0_dtype_no_h0", {"h0": None, "c0": _t(2, 4, dtype=torch.float64)}, "expected tensors of one dtype"),
     ("dtype", {"W": _t(12, 7, dtype=torch.float64)}, "expected tensors of one dtype"),
     ("int", {"x": torch.ones(5, 2, 3, dtype=torch.int32)}, "unsupported dtype"),
 ]
@@ -436,7 +475,9 @@ def test_bad_input(name, change, message):
         torch.ops.kernforge.lltm_sequence_forward(*args.values())
     mode = FakeTensorMode()
     with mode, pytest.raises(RuntimeError, match=expected):
-        torch.ops.kernforge.lltm_sequence_forward(*[mode.from_tensor(a) for a in args.values()])
+        torch.ops.kernforge.lltm_sequence_forward(
+            *[a if a is None else mode.from_tensor(a) for a in args.values()]
+        )
 
 
 def test_bad_argument_types():
@@ -472,3 +513,7 @@ def test_bad_backward_input(device):
         op(out[:2], c_n, x, W, h0, out, cells, gates, [True] * 5)
     with pytest.raises(RuntimeError, match=re.escape(prefix + "grad_cn must be [B, S]")):
         op(out, c_n.T, x, W, h0, out, cells, gates, [True] * 5)
+    with pytest.raises(RuntimeError, match=re.escape(prefix + "h0 must be [B, S] or None")):
+        op(out, c_n, x, W, h0.T, out, cells, gates, [True] * 5)
+    with pytest.raises(RuntimeError, match=re.escape(prefix + "weight does not match x")):
+        op(out, c_n, x, W[:, :6], None, out, cells, gates, [True] * 5)

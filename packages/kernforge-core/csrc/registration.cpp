@@ -23,14 +23,15 @@ STABLE_TORCH_LIBRARY(kernforge, m) {
   // The cell over a sequence x [T, B, F]: lltm_sequence_forward returns
   // (output [T, B, S] every step's h, c_n, gates [T, B, 3S], cells [T, B, S]
   // every step's c, float for half / bfloat16), gates and cells kept for the
-  // backward. lltm_sequence_backward computes what output_mask asks for (x,
-  // W, b, h0, c0), each else [0]: (d_x, d_W, d_b, d_h0, d_c0).
+  // backward; h0 or c0 None is zeros. lltm_sequence_backward computes what
+  // output_mask asks for (x, W, b, h0, c0), each else [0]: (d_x, d_W, d_b,
+  // d_h0, d_c0).
   m.def(
-      "lltm_sequence_forward(Tensor x, Tensor W, Tensor b, Tensor h0, Tensor c0) -> "
+      "lltm_sequence_forward(Tensor x, Tensor W, Tensor b, Tensor? h0, Tensor? c0) -> "
       "(Tensor, Tensor, Tensor, Tensor)");
   m.def(
       "lltm_sequence_backward(Tensor? grad_output, Tensor? grad_cn, Tensor x, Tensor W, "
-      "Tensor h0, Tensor output, Tensor cells, Tensor gates, bool[5] output_mask) -> "
+      "Tensor? h0, Tensor output, Tensor cells, Tensor gates, bool[5] output_mask) -> "
       "(Tensor, Tensor, Tensor, Tensor, Tensor)");
 }
 

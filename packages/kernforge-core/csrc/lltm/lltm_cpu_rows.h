@@ -68,21 +68,25 @@ KF_ALWAYS_INLINE void backward_row(int64_t S, const scalar_t* __restrict grad_h,
 template <class scalar_t, class cell_t = scalar_t>
 struct ForwardRows {
   const scalar_t *pre, *bias;
-  const cell_t* c;
+  const cell_t* c;  // null: zeros
   scalar_t* gates;
   cell_t* c_new;
   scalar_t* h_new;
   int64_t S;
   KF_ALWAYS_INLINE void run(int64_t, int64_t b0, int64_t b1) const {
+    const std::vector<cell_t> zeros(c ? 0 : S);
     for (int64_t b = b0; b < b1; ++b)
-      forward_row<scalar_t, cell_t>(S, pre + b * 3 * S, bias, c + b * S, gates + b * 3 * S,
-                                    c_new + b * S, h_new + b * S);
+      forward_row<scalar_t, cell_t>(S, pre + b * 3 * S, bias, c ? c + b * S : zeros.data(),
+                                    gates + b * 3 * S, c_new + b * S, h_new + b * S);
   }
 };
 
-// grad_h and grad_c as RowViews (ld, inc): a row of one value (inc 0) is
-// spread into a buffer first, so that backward_row reads contiguous rows.
-// Chunk c adds its rows' d_gates into the column sums bias_sums[c] ([3S]).
+// grad_h, grad_c and grad_out as RowViews (ld, inc); the gradient of h is
+// grad_h plus grad_out where that is not null (the sequence's grad_output at
+// the step); a null grad_h or grad_c is zero. A row that is not one
+// contiguous read (inc 0: one value; a null; a sum) is spread into a buffer
+// first, so that backward_row reads contiguous rows. Chunk c adds its rows'
+// d_gates into the column sums bias_sums[c] ([3S]).
 template <class scalar_t, class cell_t = scalar_t>
 struct BackwardRows {
   const scalar_t* grad_h;
@@ -93,14 +97,24 @@ struct BackwardRows {
   cell_t* d_c;
   opmath_t<scalar_t>* bias_sums;
   int64_t ld_grad_h, inc_grad_h, ld_grad_c, inc_grad_c, S;
+  const scalar_t* grad_out = nullptr;
+  int64_t ld_grad_out = 0, inc_grad_out = 0;
   KF_ALWAYS_INLINE void run(int64_t c, int64_t b0, int64_t b1) const {
-    std::vector<scalar_t> spread_h(inc_grad_h ? 0 : S);
-    std::vector<cell_t> spread_c(inc_grad_c ? 0 : S);
+    const bool spread_h = !grad_h || !inc_grad_h || grad_out, spread_c = !grad_c || !inc_grad_c;
+    std::vector<scalar_t> row_h(spread_h ? S : 0);
+    std::vector<cell_t> row_c(spread_c ? S : 0);
     for (int64_t b = b0; b < b1; ++b) {
-      const scalar_t* gh = grad_h + b * ld_grad_h;
-      const cell_t* gc = grad_c + b * ld_grad_c;
-      if (!inc_grad_h) std::fill(spread_h.begin(), spread_h.end(), *gh), gh = spread_h.data();
-      if (!inc_grad_c) std::fill(spread_c.begin(), spread_c.end(), *gc), gc = spread_c.data();
+      const scalar_t* gh = grad_h ? grad_h + b * ld_grad_h : nullptr;
+      const cell_t* gc = grad_c ? grad_c + b * ld_grad_c : nullptr;
+      if (spread_h) {
+        using acc_t = opmath_t<scalar_t>;
+        for (int64_t s = 0; s < S; ++s)
+          row_h[s] =
+              scalar_t((gh ? acc_t(gh[s * inc_grad_h]) : acc_t(0)) +
+                       (grad_out ? acc_t(grad_out[b * ld_grad_out + s * inc_grad_out]) : acc_t(0)));
+        gh = row_h.data();
+      }
+      if (spread_c) std::fill(row_c.begin(), row_c.end(), gc ? *gc : cell_t(0)), gc = row_c.data();
       backward_row<scalar_t, cell_t>(S, gh, gc, gates + b * 3 * S, c_new + b * S,
                                      d_gates + b * 3 * S, d_c + b * S, bias_sums + c * 3 * S);
     }

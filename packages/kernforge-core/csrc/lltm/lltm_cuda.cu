@@ -104,11 +104,11 @@ void gates_backward(const LltmBackward& p) {
     kernel<<<pointwise_grid<kernel>(p.batch, p.state, device), kThreads, 0,
              cuda::current_stream(device)>>>(
         static_cast<const scalar_t*>(p.grad_h.t.data_ptr()),
-        static_cast<const scalar_t*>(p.grad_c.t.data_ptr()),
+        static_cast<const scalar_t*>(p.grad_c.t.data_ptr()), nullptr,
         static_cast<const scalar_t*>(p.gates.data_ptr()),
         static_cast<const scalar_t*>(p.c_new.data_ptr()),
         static_cast<scalar_t*>(p.d_gates.data_ptr()), static_cast<scalar_t*>(p.d_c.data_ptr()),
-        p.grad_h.ld, p.grad_h.inc, p.grad_c.ld, p.grad_c.inc, p.batch, p.state);
+        p.grad_h.ld, p.grad_h.inc, p.grad_c.ld, p.grad_c.inc, 0, 0, p.batch, p.state);
     STD_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }

@@ -137,10 +137,10 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
   const uint32_t bytes = 4u * (S - units) * p.stride;
   init_exchange(bars, bytes, T > 2, T > 1);
   load_forward_weights(ws, a.W, a.ldw, S, j0, units, p);
-  // h0 into buffer 0; both buffers' padding rows (b >= B) zero for good.
+  // h0 (null: zeros) into buffer 0; both buffers' padding rows (b >= B) zero for good.
   for (int idx = threadIdx.x; idx < S * p.stride; idx += blockDim.x) {
     const int k = idx / p.stride, b = idx - k * p.stride;
-    hb[idx] = b < B ? static_cast<float>(a.h0[b * S + k]) : 0.0f;
+    hb[idx] = b < B && a.h0 ? static_cast<float>(a.h0[b * S + k]) : 0.0f;
     hb[S * p.stride + idx] = 0.0f;
   }
   const Item it = item_of(p);
@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
   // in a register; its next input loads while the pushes land.
   const bool owner = static_cast<int>(threadIdx.x) < units * B;
   const int ob = threadIdx.x / units, oj = threadIdx.x % units;
-  float c = owner ? a.c0[ob * S + j0 + oj] : 0.0f;
+  float c = owner && a.c0 ? a.c0[ob * S + j0 + oj] : 0.0f;
   StepInput<scalar_t> in{};
   if (owner) step_input(a, 0, ob, j0 + oj, in);
   cluster.sync();  // every block runs, its mbarriers set up, before any pushes into it

@@ -58,11 +58,14 @@ struct CpuSequence {
                                                   static_cast<scalar_t*>(p.d_gates),
                                                   static_cast<cell_t*>(p.d_c),
                                                   sums.data(),
-                                                  p.ld_grad_h,
-                                                  p.ld_grad_h ? 1 : 0,
-                                                  p.ld_grad_c,
-                                                  p.ld_grad_c ? 1 : 0,
-                                                  p.state};
+                                                  p.state,
+                                                  1,
+                                                  p.state,
+                                                  1,
+                                                  p.state,
+                                                  static_cast<const scalar_t*>(p.grad_out),
+                                                  p.ld_grad_out,
+                                                  p.inc_grad_out};
       cpu::run_rows(ch, r);
     });
   }

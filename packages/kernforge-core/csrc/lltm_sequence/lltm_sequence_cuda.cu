@@ -25,8 +25,9 @@ using cuda_lltm::kThreads;
 
 // One step's gates from pre [B, 3S] in rows (the step's slice of the input
 // projection plus its recurrent GEMM), which gates may overwrite (each thread
-// reads its element's three values before it writes them): thread (s, b) over a grid of
-// (ceil(S / kThreads), rows); reads and writes are coalesced along s.
+// reads its element's three values before it writes them), and c_prev (null:
+// zeros): thread (s, b) over a grid of (ceil(S / kThreads), rows); reads and
+// writes are coalesced along s.
 template <class scalar_t, class cell_t>
 __global__ void __launch_bounds__(kThreads)
     step_forward_kernel(const scalar_t* pre, const scalar_t* __restrict__ bias,
@@ -42,7 +43,8 @@ __global__ void __launch_bounds__(kThreads)
     acc_t i, o, z, cn, hn;
     lltm_cell_forward<acc_t>(static_cast<acc_t>(p[s]) + b0, static_cast<acc_t>(p[S + s]) + b1,
                              static_cast<acc_t>(p[2 * S + s]) + b2,
-                             static_cast<acc_t>(c_prev[b * S + s]), i, o, z, cn, hn);
+                             c_prev ? static_cast<acc_t>(c_prev[b * S + s]) : acc_t(0), i, o, z, cn,
+                             hn);
     scalar_t* g = gates + b * 3 * S;
     g[s] = static_cast<scalar_t>(i);
     g[S + s] = static_cast<scalar_t>(o);
@@ -162,9 +164,10 @@ struct CudaSequence {
       kernel<<<cuda_lltm::pointwise_grid<kernel>(p.batch, p.state, p.device), kThreads, 0,
                cuda::current_stream(p.device)>>>(
           static_cast<const scalar_t*>(p.grad_h), static_cast<const cell_t*>(p.grad_c),
-          static_cast<const scalar_t*>(p.gates), static_cast<const cell_t*>(p.c),
-          static_cast<scalar_t*>(p.d_gates), static_cast<cell_t*>(p.d_c), p.ld_grad_h,
-          p.ld_grad_h ? 1 : 0, p.ld_grad_c, p.ld_grad_c ? 1 : 0, p.batch, p.state);
+          static_cast<const scalar_t*>(p.grad_out), static_cast<const scalar_t*>(p.gates),
+          static_cast<const cell_t*>(p.c), static_cast<scalar_t*>(p.d_gates),
+          static_cast<cell_t*>(p.d_c), p.state, 1, p.state, 1, p.ld_grad_out, p.inc_grad_out,
+          p.batch, p.state);
       STD_CUDA_KERNEL_LAUNCH_CHECK();
     });
   }

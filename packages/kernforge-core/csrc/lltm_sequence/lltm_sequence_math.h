@@ -27,8 +27,9 @@
 namespace kernforge {
 
 // One forward step's gate pass, all rows contiguous: pre [B, 3S] (x W_x^T +
-// h W_h^T, without the bias), bias [3S], c_prev [B, S] -> gates [B, 3S]
-// (activated), c [B, S], h [B, S]. c_prev and c are of the cell type.
+// h W_h^T, without the bias), bias [3S], c_prev [B, S] (null: zeros) ->
+// gates [B, 3S] (activated), c [B, S], h [B, S]. c_prev and c are of the
+// cell type.
 struct SeqStep {
   const void *pre, *bias, *c_prev;
   void *gates, *c, *h;
@@ -37,13 +38,15 @@ struct SeqStep {
   int32_t device;
 };
 
-// One backward step's gate pass: grad_h and grad_c [B, S], rows ld apart
-// (ld 0: one value, a zero, for every element), gates and c of the step ->
-// d_gates [B, 3S] and d_c [B, S] (a buffer other than grad_c). grad_c, c
-// and d_c are of the cell type.
+// One backward step's gate pass: the gradient of h, grad_h [B, S] plus
+// grad_out (a step of grad_output, of any strides: rows ld apart, elements
+// inc apart), and grad_c [B, S], gates and c of the step -> d_gates [B, 3S]
+// and d_c [B, S] (a buffer other than grad_c). grad_h and grad_c are
+// contiguous; any of the three may be null (zero). grad_c, c and d_c are of
+// the cell type.
 struct SeqStepBackward {
-  const void *grad_h, *grad_c;
-  int64_t ld_grad_h, ld_grad_c;
+  const void *grad_h, *grad_c, *grad_out;
+  int64_t ld_grad_out, inc_grad_out;
   const void *gates, *c;
   void *d_gates, *d_c;
   int64_t batch, state;
@@ -54,7 +57,7 @@ struct SeqStepBackward {
 // The whole recurrence in one call, where the backend has a kernel for the
 // shape (it returns false otherwise and the driver steps as above). Forward:
 // P [T, B, 3S] = x W_x^T, bias, W [3S, ldw] (W_h its first S columns), h0,
-// c0 (cell type) -> gates, cells, output. Backward: grad_output [T, B, S]
+// c0 (cell type; either null: zeros) -> gates, cells, output. Backward: grad_output [T, B, S]
 // (of any strides, in elements: autograd's gradient of output.sum() is one
 // value expanded) and grad_cn [B, S] (either may be null: zero), gates,
 // cells, W -> d_gates [T, B, 3S], d_c0 (cell type) and, unless null, d_h0
@@ -121,42 +124,46 @@ inline Tensor as_dtype(const Tensor& t, ScalarType dtype) {
   return t.scalar_type() == dtype ? t : torch::stable::to(t, dtype);
 }
 
-// x [T, B, F] with T >= 1, W [3S, S+F], b [3S], h0 and c0 [B, S]: one
-// floating dtype, one device.
-inline ScalarType check(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& h0,
-                        const Tensor& c0) {
+// x [T, B, F] with T >= 1, W [3S, S+F], b [3S], h0 and c0 [B, S] (either
+// may be absent: zeros): one floating dtype, one device.
+inline ScalarType check(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor* h0,
+                        const Tensor* c0) {
   const char* op = "lltm_sequence";
   for (const NamedTensor& a :
        {NamedTensor{"x", &x}, NamedTensor{"weight", &W}, NamedTensor{"bias", &b},
-        NamedTensor{"h0", &h0}, NamedTensor{"c0", &c0}}) {
+        NamedTensor{"h0", h0}, NamedTensor{"c0", c0}}) {
     const int64_t want = a.second == &x ? 3 : (a.second == &b ? 1 : 2);
-    if (a.second->dim() != want)
+    if (a.second && a.second->dim() != want)
       fail(op, std::string(a.first) + " must be " + std::to_string(want) + "-D", {a});
   }
-  const ScalarType dtype = check_compatible(
-      op, Dtypes::Floating, {{"x", &x}, {"weight", &W}, {"bias", &b}, {"h0", &h0}, {"c0", &c0}});
+  const ScalarType dtype =
+      check_compatible(op, Dtypes::Floating, {{"x", &x}, {"weight", &W}, {"bias", &b}});
+  for (const NamedTensor& a : {NamedTensor{"h0", h0}, NamedTensor{"c0", c0}})
+    if (a.second) check_compatible(op, Dtypes::Floating, {{"x", &x}, a});
   if (x.size(0) == 0) fail(op, "x must have at least one step", {{"x", &x}});
-  const int64_t batch = x.size(1), features = x.size(2), state = h0.size(1);
-  if (h0.size(0) != batch || c0.size(0) != batch || c0.size(1) != state)
-    fail(op,
-         "h0 and c0 must be [batch, hidden_size] = [" + std::to_string(batch) + ", " +
-             std::to_string(state) + "]",
-         {{"x", &x}, {"h0", &h0}, {"c0", &c0}});
+  const int64_t batch = x.size(1), features = x.size(2);
+  const int64_t state = h0 ? h0->size(1) : W.size(0) / 3;
+  for (const NamedTensor& a : {NamedTensor{"h0", h0}, NamedTensor{"c0", c0}})
+    if (a.second && (a.second->size(0) != batch || a.second->size(1) != state))
+      fail(op,
+           "h0 and c0 must be [batch, hidden_size] = [" + std::to_string(batch) + ", " +
+               std::to_string(state) + "]",
+           {{"x", &x}, a});
   if (W.size(0) != 3 * state || W.size(1) != state + features)
     fail(op,
          "weight must be [3 * hidden_size, hidden_size + input_size] = [" +
              std::to_string(3 * state) + ", " + std::to_string(state + features) + "]",
-         {{"weight", &W}, {"x", &x}, {"h0", &h0}});
+         {{"weight", &W}, {"x", &x}});
   if (b.size(0) != 3 * state)
     fail(op, "bias must be [3 * hidden_size] = [" + std::to_string(3 * state) + "]",
-         {{"bias", &b}, {"h0", &h0}});
+         {{"bias", &b}, {"weight", &W}});
   return dtype;
 }
 
 // The backward's saved tensors and incoming gradients, as the forward made
 // them (the op's schema is public: a clear error for what it did not make).
 inline void check_backward(const Tensor* grad_output, const Tensor* grad_cn, const Tensor& x,
-                           const Tensor& W, const Tensor& h0, const Tensor& output,
+                           const Tensor& W, const Tensor* h0, const Tensor& output,
                            const Tensor& cells, const Tensor& gates,
                            const std::vector<bool>& mask) {
   const char* op = "lltm_sequence_backward";
@@ -165,14 +172,14 @@ inline void check_backward(const Tensor* grad_output, const Tensor* grad_cn, con
                              ": output_mask must have 5 entries (x, weight, bias, h0, c0), got " +
                              std::to_string(mask.size()));
   const ScalarType dtype = check_compatible(
-      op, Dtypes::Floating,
-      {{"x", &x}, {"weight", &W}, {"h0", &h0}, {"output", &output}, {"gates", &gates}});
-  if (x.dim() != 3 || W.dim() != 2 || h0.dim() != 2 || x.size(0) == 0)
-    fail(op, "expected x [T >= 1, B, F], weight [3S, S + F] and h0 [B, S]",
-         {{"x", &x}, {"weight", &W}, {"h0", &h0}});
-  const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = h0.size(1);
-  if (h0.size(0) != B || W.size(0) != 3 * S || W.size(1) != S + F)
-    fail(op, "weight and h0 do not match x", {{"x", &x}, {"weight", &W}, {"h0", &h0}});
+      op, Dtypes::Floating, {{"x", &x}, {"weight", &W}, {"output", &output}, {"gates", &gates}});
+  if (h0) check_compatible(op, Dtypes::Floating, {{"x", &x}, {"h0", h0}});
+  if (x.dim() != 3 || W.dim() != 2 || x.size(0) == 0 || W.size(0) % 3 != 0)
+    fail(op, "expected x [T >= 1, B, F] and weight [3S, S + F]", {{"x", &x}, {"weight", &W}});
+  const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = W.size(0) / 3;
+  if (W.size(1) != S + F) fail(op, "weight does not match x", {{"x", &x}, {"weight", &W}});
+  if (h0 && (h0->dim() != 2 || h0->size(0) != B || h0->size(1) != S))
+    fail(op, "h0 must be [B, S] or None", {{"x", &x}, {"weight", &W}, {"h0", h0}});
   const auto shape_is = [](const Tensor& t, std::initializer_list<int64_t> want) {
     if (t.dim() != static_cast<int64_t>(want.size())) return false;
     int64_t d = 0;
@@ -205,11 +212,12 @@ inline void check_backward(const Tensor* grad_output, const Tensor* grad_cn, con
 // recurrence(const SeqRecurrence&), recurrence(const SeqRecurrenceBackward&).
 template <class Backend>
 std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x, const Tensor& W,
-                                                                 const Tensor& b, const Tensor& h0,
-                                                                 const Tensor& c0) {
-  const ScalarType dtype = seq::check(x, W, b, h0, c0);
+                                                                 const Tensor& b,
+                                                                 const std::optional<Tensor>& h0,
+                                                                 const std::optional<Tensor>& c0) {
+  const ScalarType dtype = seq::check(x, W, b, h0 ? &*h0 : nullptr, c0 ? &*c0 : nullptr);
   typename Backend::Guard guard(x);
-  const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = h0.size(1);
+  const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = W.size(0) / 3;
   const ScalarType cell = cell_dtype(dtype);
   // Every tensor made here comes through the C shim (no dispatcher call):
   // at small sizes the forward is bound by the host.
@@ -218,8 +226,12 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
   const Tensor cells = seq::empty_cells(x, {T, B, S});
   Tensor c_n = empty(x, {B, S});
   if (B * S == 0) return {output, c_n, gates, cells};
-  const Tensor xc = detail::contiguous(x), bc = detail::contiguous(b), h0c = detail::contiguous(h0);
-  const Tensor c0c = detail::contiguous(seq::as_dtype(c0, cell));
+  // An absent h0 or c0 is zeros: no tensor, no step-0 recurrent GEMM.
+  const Tensor xc = detail::contiguous(x), bc = detail::contiguous(b);
+  const Tensor h0c = h0 ? detail::contiguous(*h0) : Tensor();
+  const Tensor c0c = c0 ? detail::contiguous(seq::as_dtype(*c0, cell)) : Tensor();
+  const void* h0_ptr = h0c.defined() ? h0c.data_ptr() : nullptr;
+  const void* c0_ptr = c0c.defined() ? c0c.data_ptr() : nullptr;
   const Tensor W_hT = seq::columns_t(W, 0, S);
   // P [T * B, 3S]; pre_t is P_t after its addmm. F = 0: P is zeros. Where
   // the backend's gate passes read an element's three values of pre_t before
@@ -236,14 +248,15 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
   auto* cells_ptr = static_cast<char*>(cells.data_ptr());
   auto* out_ptr = static_cast<char*>(output.data_ptr());
   const Tensor Wc = detail::contiguous(W);
-  const bool whole = Backend::recurrence(SeqRecurrence{
-      P_ptr, bc.data_ptr(), Wc.data_ptr(), h0c.data_ptr(), c0c.data_ptr(), gates_ptr, cells_ptr,
-      out_ptr, c_n.data_ptr(), S + F, T, B, S, dtype, x.get_device_index()});
+  const bool whole = Backend::recurrence(
+      SeqRecurrence{P_ptr, bc.data_ptr(), Wc.data_ptr(), h0_ptr, c0_ptr, gates_ptr, cells_ptr,
+                    out_ptr, c_n.data_ptr(), S + F, T, B, S, dtype, x.get_device_index()});
   for (int64_t t = 0; t < T && !whole; ++t) {
     const Tensor P_t = seq::rows(P, t * B, B, 3 * S);
-    Backend::addmm(P_t, P_t, t == 0 ? h0c : seq::rows(output, (t - 1) * B, B, S), W_hT, 1.0);
+    if (t > 0 || h0_ptr)
+      Backend::addmm(P_t, P_t, t == 0 ? h0c : seq::rows(output, (t - 1) * B, B, S), W_hT, 1.0);
     Backend::step(SeqStep{P_ptr + t * B * 3 * S * size, bc.data_ptr(),
-                          t == 0 ? c0c.data_ptr() : cells_ptr + (t - 1) * B * S * cell_size,
+                          t == 0 ? c0_ptr : cells_ptr + (t - 1) * B * S * cell_size,
                           gates_ptr + t * B * 3 * S * size, cells_ptr + t * B * S * cell_size,
                           out_ptr + t * B * S * size, B, S, dtype, x.get_device_index()});
   }
@@ -258,15 +271,15 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
 template <class Backend>
 std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
     const std::optional<Tensor>& grad_output, const std::optional<Tensor>& grad_cn, const Tensor& x,
-    const Tensor& W, const Tensor& h0, const Tensor& output, const Tensor& cells,
+    const Tensor& W, const std::optional<Tensor>& h0, const Tensor& output, const Tensor& cells,
     const Tensor& gates, std::vector<bool> output_mask) {
   seq::check_backward(grad_output ? &*grad_output : nullptr, grad_cn ? &*grad_cn : nullptr, x, W,
-                      h0, output, cells, gates, output_mask);
+                      h0 ? &*h0 : nullptr, output, cells, gates, output_mask);
   const bool need_x = output_mask[0], need_W = output_mask[1], need_b = output_mask[2],
              need_h0 = output_mask[3], need_c0 = output_mask[4];
   const ScalarType dtype = x.scalar_type(), cell = cell_dtype(dtype);
   typename Backend::Guard guard(x);
-  const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = h0.size(1);
+  const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = W.size(0) / 3;
   const Tensor d_gates = empty(x, {T * B, 3 * S});
   const Tensor dh = empty(x, {B, S});
   const Tensor d_c0 = seq::empty_cells(x, {B, S});
@@ -278,8 +291,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
   const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
   const Tensor Wc = detail::contiguous(W);
-  // grad_output is read in place by the whole recurrence, made contiguous
-  // (a [T, B, S] copy) only for the stepping below.
+  // grad_output is read in place, of any strides (autograd's gradient of
+  // output.sum() is one value expanded).
   const auto stride = [&](int d) { return grad_output ? grad_output->stride(d) : 0; };
   const SeqRan ran = B * S == 0 ? SeqRan{}
                                 : Backend::recurrence(SeqRecurrenceBackward{
@@ -300,40 +313,33 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
                                       dtype,
                                       x.get_device_index()});
   const bool whole = ran.whole;
-  const Tensor go = grad_output && !whole ? detail::contiguous(*grad_output) : Tensor();
   if (B * S > 0 && !whole) {  // else d_gates has no elements, or is made
-    const Tensor zero = torch::stable::new_zeros(cells, {1});  // of the cell type: reads as either
     const std::array<Tensor, 2> dc{d_c0, seq::empty_cells(x, {B, S})};
     const Tensor W_h = seq::view(W, 0, {3 * S, S}, {W.stride(0), W.stride(1)});
     for (int64_t t = T - 1; t >= 0; --t) {
-      SeqStepBackward p{zero.data_ptr(),
-                        zero.data_ptr(),
-                        0,
-                        0,
-                        static_cast<const char*>(gatesc.data_ptr()) + t * B * 3 * S * size,
-                        static_cast<const char*>(cellsc.data_ptr()) + t * B * S * cell_size,
-                        static_cast<char*>(d_gates.data_ptr()) + t * B * 3 * S * size,
-                        dc[t & 1].data_ptr(),
-                        B,
-                        S,
-                        dtype,
-                        x.get_device_index()};
-      if (t < T - 1) {
-        p.grad_h = dh.data_ptr(), p.ld_grad_h = S;
-        p.grad_c = dc[(t + 1) & 1].data_ptr(), p.ld_grad_c = S;
-      } else {
-        if (go.defined())
-          p.grad_h = static_cast<const char*>(go.data_ptr()) + t * B * S * size, p.ld_grad_h = S;
-        if (gcn.defined()) p.grad_c = gcn.data_ptr(), p.ld_grad_c = S;
-      }
+      // The gradient of h_t: grad_output_t, plus d_gates_{t+1} W_h below the
+      // last step; of c_t: grad_cn at the last step, else the step after's.
+      SeqStepBackward p{
+          t < T - 1 ? dh.data_ptr() : nullptr,
+          t < T - 1       ? dc[(t + 1) & 1].data_ptr()
+          : gcn.defined() ? gcn.data_ptr()
+                          : nullptr,
+          grad_output ? static_cast<const char*>(grad_output->data_ptr()) + t * stride(0) * size
+                      : nullptr,
+          stride(1),
+          stride(2),
+          static_cast<const char*>(gatesc.data_ptr()) + t * B * 3 * S * size,
+          static_cast<const char*>(cellsc.data_ptr()) + t * B * S * cell_size,
+          static_cast<char*>(d_gates.data_ptr()) + t * B * 3 * S * size,
+          dc[t & 1].data_ptr(),
+          B,
+          S,
+          dtype,
+          x.get_device_index()};
       Backend::step_backward(p);
       if (t == 0 && !need_h0) break;
-      // g_{t-1} = grad_output_{t-1} + d_gates_t W_h (at t = 0: d_h0).
-      const Tensor d_gates_t = seq::rows(d_gates, t * B, B, 3 * S);
-      if (t > 0 && go.defined())
-        Backend::addmm(dh, seq::rows(go, (t - 1) * B, B, S), d_gates_t, W_h, 1.0);
-      else
-        Backend::addmm(dh, dh, d_gates_t, W_h, 0.0);
+      // d_gates_t W_h: the recurrent part of the gradient of h_{t-1} (at t = 0, d_h0).
+      Backend::addmm(dh, dh, seq::rows(d_gates, t * B, B, 3 * S), W_h, 0.0);
     }
   }
   // The GEMMs over all T * B rows, through the C shim into their outputs.
@@ -349,13 +355,15 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   const Tensor d_W = need_W ? empty(x, {3 * S, S + F}) : empty(x, {0});
   if (need_W) {
     // d_W = d_gates^T [h_{t-1}, x_t], by column block (no [T * B, S + F]
-    // copy of the inputs): the h block from h0 (step 0) and output (steps
-    // 1..T-1), the x block from x.
-    const Tensor dW_h = seq::view(d_W, 0, {3 * S, S}, {S + F, 1});
-    Backend::addmm(dW_h, dW_h, t_rows(0, B), detail::contiguous(h0), 0.0);
+    // copy of the inputs): the h block from h0 (step 0; none for zeros) and
+    // output (steps 1..T-1), the x block from x.
+    Tensor dW_h = seq::view(d_W, 0, {3 * S, S}, {S + F, 1});
+    if (h0) Backend::addmm(dW_h, dW_h, t_rows(0, B), detail::contiguous(*h0), 0.0);
     if (T > 1)
       Backend::addmm(dW_h, dW_h, t_rows(B, (T - 1) * B),
-                     seq::rows(detail::contiguous(output), 0, (T - 1) * B, S), 1.0);
+                     seq::rows(detail::contiguous(output), 0, (T - 1) * B, S), h0 ? 1.0 : 0.0);
+    else if (!h0)
+      torch::stable::zero_(dW_h);
     if (F > 0) {
       const Tensor dW_x = seq::view(d_W, S, {3 * S, F}, {S + F, 1});
       Backend::addmm(dW_x, dW_x, t_rows(0, T * B), seq::rows(detail::contiguous(x), 0, T * B, F),

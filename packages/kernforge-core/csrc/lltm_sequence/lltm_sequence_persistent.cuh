@@ -178,9 +178,9 @@ __device__ inline void recurrent_product(const float* ws, float* vt, const scala
 
 template <class scalar_t>
 struct ForwardArgs {
-  const scalar_t *P, *bias, *W, *h0;  // P [T, B, 3S] = x W_x^T; W [3S, ldw]
-  const float* c0;
-  scalar_t *gates, *output, *c_n;  // c_n [B, S]: the last step's cell
+  const scalar_t *P, *bias, *W, *h0;  // P [T, B, 3S] = x W_x^T; W [3S, ldw]; h0 null: zeros
+  const float* c0;                    // null: zeros
+  scalar_t *gates, *output, *c_n;     // c_n [B, S]: the last step's cell
   float* cells;
   int64_t ldw;
   int T, batch, S;
@@ -331,7 +331,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
   load_forward_weights(ws, a.W, a.ldw, S, j0, units, p);
   for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units;
-    c[j * RB + b] = a.c0[(r0 + b) * S + j0 + j];
+    c[j * RB + b] = a.c0 ? a.c0[(r0 + b) * S + j0 + j] : 0.0f;
   }
   const Item it = item_of(p);
   const int lane = it.lane, jt = it.j, b0 = it.b0;
@@ -343,9 +343,10 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
     StepInput<scalar_t> next{};
     if (one && static_cast<int>(threadIdx.x) < units * R)
       step_input(a, t, r0 + threadIdx.x / units, j0 + threadIdx.x % units, next);
+    // A null h0 is zeros: no product at step 0.
     const scalar_t* h = t == 0 ? a.h0 : a.output + static_cast<int64_t>(t - 1) * B * S;
     float acc[3][kRows];
-    recurrent_product<3>(ws, vt, h + r0 * S, S, S, R, p, it, acc);
+    recurrent_product<3>(ws, vt, h ? h + r0 * S : nullptr, S, h ? S : 0, R, p, it, acc);
     if (lane == 0 && b0 < R)
 #pragma unroll
       for (int g = 0; g < 3; ++g)

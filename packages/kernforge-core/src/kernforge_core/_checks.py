@@ -129,43 +129,51 @@ def lltm_backward(grad_h, grad_c, x, W, h, c_new, gates, output_mask) -> None:
 
 def lltm_sequence(x, W, b, h0, c0, steps: bool = True) -> None:
     """x [T, B, F] (T >= 1 with ``steps``), W [3S, S+F], b [3S], h0 and c0
-    [B, S]; mirrors seq::check."""
+    [B, S] or None (zeros); mirrors seq::check."""
     op = "lltm_sequence"
     for name, t, want in (("x", x, 3), ("weight", W, 2), ("bias", b, 1), ("h0", h0, 2), ("c0", c0, 2)):
-        if t.dim() != want:
+        if t is not None and t.dim() != want:
             fail(op, f"{name} must be {want}-D", **{name: t})
-    compatible(op, FLOATING, x=x, weight=W, bias=b, h0=h0, c0=c0)
+    compatible(op, FLOATING, x=x, weight=W, bias=b)
+    for name, t in (("h0", h0), ("c0", c0)):
+        if t is not None:
+            compatible(op, FLOATING, x=x, **{name: t})
     if steps and x.shape[0] == 0:
         fail(op, "x must have at least one step", x=x)
     _, batch, features = x.shape
-    state = h0.shape[1]
-    if h0.shape[0] != batch or tuple(c0.shape) != (batch, state):
-        fail(op, f"h0 and c0 must be [batch, hidden_size] = [{batch}, {state}]", x=x, h0=h0, c0=c0)
+    state = h0.shape[1] if h0 is not None else W.shape[0] // 3
+    for name, t in (("h0", h0), ("c0", c0)):
+        if t is not None and tuple(t.shape) != (batch, state):
+            fail(op, f"h0 and c0 must be [batch, hidden_size] = [{batch}, {state}]", x=x, **{name: t})
     if tuple(W.shape) != (3 * state, state + features):
         fail(
             op,
             f"weight must be [3 * hidden_size, hidden_size + input_size] = [{3 * state}, {state + features}]",
             weight=W,
             x=x,
-            h0=h0,
         )
     if b.shape[0] != 3 * state:
-        fail(op, f"bias must be [3 * hidden_size] = [{3 * state}]", bias=b, h0=h0)
+        fail(op, f"bias must be [3 * hidden_size] = [{3 * state}]", bias=b, weight=W)
 
 
 def lltm_sequence_backward(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask) -> None:
-    """The backward's arguments as the forward made them; mirrors seq::check_backward."""
+    """The backward's arguments as the forward made them (h0 None: zeros);
+    mirrors seq::check_backward."""
     op = "lltm_sequence_backward"
     if len(output_mask) != 5:
         entries = "5 entries (x, weight, bias, h0, c0)"
         raise RuntimeError(f"kernforge::{op}: output_mask must have {entries}, got {len(output_mask)}")
-    compatible(op, FLOATING, x=x, weight=W, h0=h0, output=output, gates=gates)
-    if x.dim() != 3 or W.dim() != 2 or h0.dim() != 2 or x.shape[0] == 0:
-        fail(op, "expected x [T >= 1, B, F], weight [3S, S + F] and h0 [B, S]", x=x, weight=W, h0=h0)
+    compatible(op, FLOATING, x=x, weight=W, output=output, gates=gates)
+    if h0 is not None:
+        compatible(op, FLOATING, x=x, h0=h0)
+    if x.dim() != 3 or W.dim() != 2 or x.shape[0] == 0 or W.shape[0] % 3:
+        fail(op, "expected x [T >= 1, B, F] and weight [3S, S + F]", x=x, weight=W)
     steps, batch, features = x.shape
-    state = h0.shape[1]
-    if h0.shape[0] != batch or tuple(W.shape) != (3 * state, state + features):
-        fail(op, "weight and h0 do not match x", x=x, weight=W, h0=h0)
+    state = W.shape[0] // 3
+    if W.shape[1] != state + features:
+        fail(op, "weight does not match x", x=x, weight=W)
+    if h0 is not None and tuple(h0.shape) != (batch, state):
+        fail(op, "h0 must be [B, S] or None", x=x, weight=W, h0=h0)
     cell = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
     if (
         tuple(output.shape) != (steps, batch, state)

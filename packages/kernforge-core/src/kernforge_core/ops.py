@@ -454,7 +454,8 @@ def lltm_sequence(
         x: ``[T, B, F]`` inputs (``[B, T, F]`` with ``batch_first``).
         weight: ``[3S, S + F]``, exactly as the cell's.
         bias: ``[3S]``, exactly as the cell's.
-        h0, c0: ``[B, S]`` initial hidden and cell state; zeros when None.
+        h0, c0: ``[B, S]`` initial hidden and cell state; zeros when None
+            (passed to the op as None: no tensor of zeros is made).
         batch_first: x and output are ``[B, T, ...]``.
 
     Returns:
@@ -481,20 +482,19 @@ def lltm_sequence(
         _checks.fail("lltm_sequence", "weight must be 2-D with 3 * hidden_size rows", weight=weight)
     xs = x.transpose(0, 1) if batch_first else x
     batch, state = xs.shape[1], weight.shape[0] // 3
-    if h0 is None or c0 is None:
-        zeros = xs.new_zeros((batch, state))
-        h0 = zeros if h0 is None else h0
-        c0 = zeros if c0 is None else c0
     if torch.is_autocast_enabled(xs.device.type):
         dtype = torch.get_autocast_dtype(xs.device.type)
-        xs, weight, bias, h0, c0 = (t.to(dtype) for t in (xs, weight, bias, h0, c0))
+        xs, weight, bias, h0, c0 = (None if t is None else t.to(dtype) for t in (xs, weight, bias, h0, c0))
     if xs.shape[0] == 0:
         _checks.lltm_sequence(xs, weight, bias, h0, c0, steps=False)
-        return xs.new_empty((0, batch, state)).transpose(0, 1) if batch_first else xs.new_empty(
-            (0, batch, state)
-        ), (h0, c0)
+        output = xs.new_empty((0, batch, state))
+        h0 = xs.new_zeros((batch, state)) if h0 is None else h0
+        c0 = xs.new_zeros((batch, state)) if c0 is None else c0
+        return (output.transpose(0, 1) if batch_first else output), (h0, c0)
+    # An absent h0 or c0 goes to the op as None: zeros, with no tensor made.
     args = (xs, weight, bias, h0, c0)
-    if _needs_autograd("lltm_sequence", x=xs, weight=weight, bias=bias, h0=h0, c0=c0):
+    state_args = {name: t for name, t in (("h0", h0), ("c0", c0)) if t is not None}
+    if _needs_autograd("lltm_sequence", x=xs, weight=weight, bias=bias, **state_args):
         output, c_n, _, _ = _with_autograd("lltm_sequence_forward", *args)
     else:
         with _below_autograd():
@@ -511,7 +511,7 @@ def _cell_dtype(dtype: torch.dtype) -> torch.dtype:
 def _(x, W, b, h0, c0):
     _checks.lltm_sequence(x, W, b, h0, c0)
     steps, batch, _ = x.shape
-    state = h0.shape[1]
+    state = W.shape[0] // 3
     return (
         x.new_empty((steps, batch, state)),
         x.new_empty((batch, state)),
@@ -540,6 +540,6 @@ _register_autograd("lltm_sequence_forward", _lltm_sequence_backward, _lltm_seque
 def _(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask):
     _checks.lltm_sequence_backward(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask)
     steps, batch, features = x.shape
-    state = h0.shape[1]
+    state = W.shape[0] // 3
     shapes = ((steps, batch, features), tuple(W.shape), (3 * state,), (batch, state), (batch, state))
     return tuple(x.new_empty(s if m else (0,)) for s, m in zip(shapes, output_mask, strict=True))

@@ -166,12 +166,10 @@ class LLTMSequence(nn.Module):
 
     def _run(self, fn, x: Tensor, h0: Tensor | None, c0: Tensor | None):
         """All layers over time-major x [T, B, F] from h0, c0 [num_layers, B, S]
-        (None: zeros): (output, h_n, c_n)."""
-        if h0 is None:  # one [B, S] of zeros for every layer: no per-layer select
-            h0 = c0 = [x.new_zeros((x.shape[1], self.hidden_size))] * self.num_layers
+        (None: zeros, which each layer gets as None): (output, h_n, c_n)."""
         h_n, c_n = [], []
         for k, (weight, bias) in enumerate(self._layers()):
-            x, (h, c) = fn(x, weight, bias, h0[k], c0[k])
+            x, (h, c) = fn(x, weight, bias, None if h0 is None else h0[k], None if c0 is None else c0[k])
             h_n.append(h)
             c_n.append(c)
         if len(h_n) == 1:  # no copies (two launches) for the common single layer
@@ -223,13 +221,13 @@ class LLTMSequence(nn.Module):
         # and c_n are its own last step's, and padding never enters a step.
         x, lengths = nn.utils.rnn.pad_packed_sequence(packed)  # [T, B, F], the caller's order
         h0, c0 = self._state(hx, x.shape[1], True)
-        if h0 is None:
-            h0 = c0 = x.new_zeros((self.num_layers, x.shape[1], self.hidden_size))
         output = x.new_zeros((x.shape[0], x.shape[1], self.hidden_size))
-        h_n, c_n = h0.new_empty(h0.shape), c0.new_empty(c0.shape)
+        h_n = x.new_empty((self.num_layers, x.shape[1], self.hidden_size))
+        c_n = torch.empty_like(h_n)
         for length in torch.unique(lengths).tolist():
             rows = (lengths == length).nonzero().squeeze(1).to(x.device)
-            out, h, c = self._run(fn, x[:length, rows], h0[:, rows], c0[:, rows])
+            state = (None, None) if h0 is None else (h0[:, rows], c0[:, rows])
+            out, h, c = self._run(fn, x[:length, rows], *state)
             output = output.index_copy(1, rows, nn.functional.pad(out, (0, 0, 0, 0, 0, x.shape[0] - length)))
             h_n, c_n = h_n.index_copy(1, rows, h), c_n.index_copy(1, rows, c)
         order = packed.sorted_indices  # the packing's order, ties included
