@@ -16,6 +16,7 @@
 #include <torch/csrc/stable/ops.h>
 
 #include <array>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -57,10 +58,13 @@ struct SeqStepBackward {
 // The whole recurrence in one call, where the backend has a kernel for the
 // shape (it returns false otherwise and the driver steps as above). Forward:
 // P [T, B, 3S] = x W_x^T, bias, W [3S, ldw] (W_h its first S columns), h0,
-// c0 (cell type; either null: zeros) -> gates, cells, output. Backward: grad_output [T, B, S]
+// c0 (cell type; either null: zeros) -> gates, cells, output. P is not yet
+// computed: the backend calls project() before it launches a kernel that
+// reads P, or its kernel computes P from x [T, B, F] itself (into P, which
+// is then gates' storage). Backward: grad_output [T, B, S]
 // (of any strides, in elements: autograd's gradient of output.sum() is one
 // value expanded) and grad_cn [B, S] (either may be null: zero), gates,
-// cells, W -> d_gates [T, B, 3S], d_c0 (cell type) and, unless null, d_h0
+// cells, W -> d_gates [T, B, 3S] and, unless null, d_c0 (cell type), d_h0
 // and d_b [3S] (which the backend may leave to the driver: SeqRan). The
 // forward also writes c_n [B, S] in the input dtype. All else contiguous.
 struct SeqRecurrence {
@@ -69,6 +73,9 @@ struct SeqRecurrence {
   int64_t ldw, steps, batch, state;
   ScalarType dtype;
   int32_t device;
+  const void* x;
+  int64_t features;
+  const std::function<void()>& project;
 };
 
 struct SeqRecurrenceBackward {
@@ -237,10 +244,15 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
   // the backend's gate passes read an element's three values of pre_t before
   // they write its gates (Backend::kGatesOverPre), P is gates' storage.
   Tensor P = Backend::kGatesOverPre ? seq::rows(gates, 0, T * B, 3 * S) : empty(x, {T * B, 3 * S});
-  if (F > 0)
-    Backend::addmm(P, P, seq::rows(xc, 0, T * B, F), seq::columns_t(W, S, F), 0.0);
-  else
-    torch::stable::zero_(P);
+  bool projected = false;
+  const std::function<void()> project = [&] {
+    if (projected) return;
+    projected = true;
+    if (F > 0)
+      Backend::addmm(P, P, seq::rows(xc, 0, T * B, F), seq::columns_t(W, S, F), 0.0);
+    else
+      torch::stable::zero_(P);
+  };
   const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
   const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
   auto* P_ptr = static_cast<char*>(P.data_ptr());
@@ -248,9 +260,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
   auto* cells_ptr = static_cast<char*>(cells.data_ptr());
   auto* out_ptr = static_cast<char*>(output.data_ptr());
   const Tensor Wc = detail::contiguous(W);
-  const bool whole = Backend::recurrence(
-      SeqRecurrence{P_ptr, bc.data_ptr(), Wc.data_ptr(), h0_ptr, c0_ptr, gates_ptr, cells_ptr,
-                    out_ptr, c_n.data_ptr(), S + F, T, B, S, dtype, x.get_device_index()});
+  const bool whole = Backend::recurrence(SeqRecurrence{
+      P_ptr, bc.data_ptr(), Wc.data_ptr(), h0_ptr, c0_ptr, gates_ptr, cells_ptr, out_ptr,
+      c_n.data_ptr(), S + F, T, B, S, dtype, x.get_device_index(), xc.data_ptr(), F, project});
+  if (!whole) project();
   for (int64_t t = 0; t < T && !whole; ++t) {
     const Tensor P_t = seq::rows(P, t * B, B, 3 * S);
     if (t > 0 || h0_ptr)
@@ -281,8 +294,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   typename Backend::Guard guard(x);
   const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = W.size(0) / 3;
   const Tensor d_gates = empty(x, {T * B, 3 * S});
-  const Tensor dh = empty(x, {B, S});
-  const Tensor d_c0 = seq::empty_cells(x, {B, S});
+  // dh and d_c0 made here only where asked for: the stepping below makes them.
+  Tensor dh = need_h0 ? empty(x, {B, S}) : Tensor();
+  Tensor d_c0 = need_c0 ? seq::empty_cells(x, {B, S}) : Tensor();
   const Tensor gcn = grad_cn ? detail::contiguous(seq::as_dtype(*grad_cn, cell)) : Tensor();
   const Tensor gatesc = detail::contiguous(gates), cellsc = detail::contiguous(cells);
   // Each output in storage of its own (outputs may not alias), [0] when not
@@ -304,7 +318,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
                                       {stride(0), stride(1), stride(2)},
                                       d_gates.data_ptr(),
                                       need_h0 ? dh.data_ptr() : nullptr,
-                                      d_c0.data_ptr(),
+                                      need_c0 ? d_c0.data_ptr() : nullptr,
                                       need_b ? d_b.data_ptr() : nullptr,
                                       S + F,
                                       T,
@@ -314,6 +328,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
                                       x.get_device_index()});
   const bool whole = ran.whole;
   if (B * S > 0 && !whole) {  // else d_gates has no elements, or is made
+    if (!need_h0) dh = empty(x, {B, S});
+    if (!need_c0) d_c0 = seq::empty_cells(x, {B, S});
     const std::array<Tensor, 2> dc{d_c0, seq::empty_cells(x, {B, S})};
     const Tensor W_h = seq::view(W, 0, {3 * S, S}, {W.stride(0), W.stride(1)});
     for (int64_t t = T - 1; t >= 0; --t) {

@@ -54,6 +54,7 @@ struct Plan {
   int chunk = 0, stride = 0;  // staged operand: chunk values of K, stride floats per value
   int kp = 0;
   int ws = 0;       // floats of the W slice, a multiple of 4 (float4 alignment after it)
+  int wx_cols = 0;  // forward: the kernel computes P itself, its W_x slice this many floats a row
   size_t smem = 0;  // bytes
 };
 
@@ -185,6 +186,8 @@ struct ForwardArgs {
   int64_t ldw;
   int T, batch, S;
   Plan plan;
+  const scalar_t* x;  // [T, B, F], where the kernel computes P (plan.wx_cols > 0)
+  int F;
 };
 
 template <class scalar_t>
@@ -193,8 +196,8 @@ struct BackwardArgs {
   int64_t go_t, go_b, go_s;                 // grad_output's strides
   const float *grad_cn, *cells;             // grad_cn may be null (zero)
   scalar_t *d_gates, *d_h0;                 // d_h0 null: not asked for
-  float* d_c0;
-  scalar_t* d_b;  // written by the cluster kernel where not null
+  float* d_c0;                              // null: not asked for
+  scalar_t* d_b;                            // written by the cluster kernel where not null
   int64_t ldw;
   int T, batch, S;
   Plan plan;
@@ -424,7 +427,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
   __syncthreads();
   for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units, s = j0 + j;
-    a.d_c0[(r0 + b) * S + s] = dc[j * RB + b];
+    if (a.d_c0) a.d_c0[(r0 + b) * S + s] = dc[j * RB + b];
     if (a.d_h0) a.d_h0[(r0 + b) * S + s] = static_cast<scalar_t>(dh[j * RB + b]);
   }
 }
@@ -457,7 +460,7 @@ inline bool layout(int64_t J, int64_t rows, int64_t K, bool backward, Plan& p) {
 }
 
 // Floats of a block's per-unit state: pre and c forward, dh and dc backward.
-inline int64_t state_floats(const Plan& p, bool backward) {
+__host__ __device__ inline int64_t state_floats(const Plan& p, bool backward) {
   return (backward ? 2 : 4) * static_cast<int64_t>(p.units) * p.rows;
 }
 
