@@ -31,9 +31,8 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # cooperative grid: batch groups with a short last group (B = 33, S = 300),
 # several hidden units a block with the last block short (S = 521), one
 # group with the operand staged in chunks (S = 1024). And a batch above
-# them (cuBLAS per step). The cluster computes the input projection itself
-# where it is small; with F = 0 that is zeros, and at F = 2100 the host's
-# GEMM computes it.
+# them (cuBLAS per step). No input features (F = 0: the projection is
+# zeros), and a wide input (F = 2100) on one cluster.
 SIZES = [
     (1, 2, 3, 4),
     (5, 4, 0, 12),

@@ -30,11 +30,6 @@ constexpr int kMaxCluster = 16;  // blocks; above the portable 8 where the devic
 // which one cluster runs the sequence; above it the grid of
 // lltm_sequence_persistent.cuh, whose product spreads over every SM, is faster.
 constexpr int64_t kClusterWork = int64_t{1} << 16;
-// Multiply-adds of a block's share of the input projection (T * B * 3J * F)
-// up to which the cluster forward computes P itself before the recurrence
-// (a few microseconds on 16 SMs) rather than the host launching a GEMM
-// (tens of microseconds of a host-bound call).
-constexpr int64_t kProjectionWork = int64_t{1} << 21;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // A block's two receive buffers each have an mbarrier (in the first 16
@@ -124,44 +119,6 @@ __device__ inline void push(const float* from, int n, int parts, int pitch, int 
 }
 #endif
 
-// P = x W_x^T for the block's 3J gate columns at every step, written where
-// the host's GEMM would have (P, gates' storage), before the recurrence
-// reads it back (step_input, in the same block: visible after a barrier).
-// wx [F][cp]: the slice of W_x, transposed, zero beyond the block's units;
-// each thread takes eight columns of one row (x, T * B rows of F) a time.
-template <class scalar_t>
-__device__ inline void project_inputs(const ForwardArgs<scalar_t>& a, float* wx, int j0,
-                                      int units) {
-  const int J = a.plan.units, S = a.S, F = a.F, cp = a.plan.wx_cols;
-  for (int idx = threadIdx.x; idx < F * cp; idx += blockDim.x) {
-    const int f = idx / cp, col = idx - f * cp, g = col / J, j = col - g * J;
-    wx[idx] = g < 3 && j < units ? static_cast<float>(a.W[(g * S + j0 + j) * a.ldw + S + f]) : 0.0f;
-  }
-  __syncthreads();
-  const int chunks = cp / 8;
-  const int64_t rows = static_cast<int64_t>(a.T) * a.batch;
-  for (int64_t idx = threadIdx.x; idx < rows * chunks; idx += blockDim.x) {
-    const int64_t r = idx / chunks;
-    const int c0 = static_cast<int>(idx - r * chunks) * 8;
-    const scalar_t* xr = a.x + r * F;
-    float acc[8] = {};
-    for (int f = 0; f < F; ++f) {
-      const float v = static_cast<float>(xr[f]);
-      const float4 w0 = *reinterpret_cast<const float4*>(wx + f * cp + c0);
-      const float4 w1 = *reinterpret_cast<const float4*>(wx + f * cp + c0 + 4);
-      acc[0] += v * w0.x, acc[1] += v * w0.y, acc[2] += v * w0.z, acc[3] += v * w0.w;
-      acc[4] += v * w1.x, acc[5] += v * w1.y, acc[6] += v * w1.z, acc[7] += v * w1.w;
-    }
-    scalar_t* out = a.gates + r * 3 * S;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const int g = (c0 + k) / J, j = c0 + k - g * J;
-      if (g < 3 && j < units) out[g * S + j0 + j] = static_cast<scalar_t>(acc[k]);
-    }
-  }
-  __syncthreads();
-}
-
 template <class scalar_t>
 __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const ForwardArgs<scalar_t> a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -176,11 +133,9 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
   float* ws = reinterpret_cast<float*>(smem4 + 1);      // [3J][kp]
   float* hb = ws + p.ws;                                // [2][S][stride]: h_{t-1}, transposed
   float* pre = hb + 2 * S * p.stride;                   // [3][J][B]
-  float* wx = pre + state_floats(p, false);             // [F][wx_cols], with wx_cols > 0
   // h_t arrives in buffer (t + 1) & 1 during step t, for t < T - 1.
   const uint32_t bytes = 4u * (S - units) * p.stride;
   init_exchange(bars, bytes, T > 2, T > 1);
-  if (p.wx_cols > 0) project_inputs(a, wx, j0, units);
   load_forward_weights(ws, a.W, a.ldw, S, j0, units, p);
   // h0 (null: zeros) into buffer 0; both buffers' padding rows (b >= B) zero for good.
   for (int idx = threadIdx.x; idx < S * p.stride; idx += blockDim.x) {
@@ -388,19 +343,6 @@ inline Plan cluster_plan(int64_t batch, int64_t S, bool backward, int max_blocks
   p.smem = static_cast<size_t>(16 + 4 * (p.ws + 2 * K * p.stride + state_floats(p, backward)));
   if (p.smem > static_cast<size_t>(max_shared_bytes(device))) return {};
   return p;
-}
-
-// Gives the cluster forward's plan p the input projection (Plan::wx_cols)
-// where its work and W_x's slice are small enough; false: P comes from the host.
-inline bool add_projection(Plan& p, int64_t T, int64_t batch, int64_t F, int32_t device) {
-  const int64_t cols = (3 * p.units + 7) / 8 * 8;
-  const size_t smem = p.smem + static_cast<size_t>(4 * F * cols);
-  if (T * batch * 3 * p.units * F > kProjectionWork ||
-      smem > static_cast<size_t>(max_shared_bytes(device)))
-    return false;
-  p.wx_cols = static_cast<int>(cols);
-  p.smem = smem;
-  return true;
 }
 
 template <auto Kernel, class Args>

@@ -85,7 +85,7 @@ struct CudaSequence {
 
   // One cluster where the sequence is small enough (lltm_sequence_cluster.cuh),
   // else the grid of lltm_sequence_persistent.cuh, else none: stepping.
-  // make(plan, cluster) gives the kernel's arguments (and may extend the plan).
+  // make(plan, cluster) gives the kernel's arguments.
   template <auto ClusterKernel, auto GridKernel, class Make>
   static Ran run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device) {
     cuda_seq::Plan plan = cuda_seq::cluster_plan(
@@ -105,11 +105,7 @@ struct CudaSequence {
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<scalar_t, double>) {
-        // The cluster computes P itself where it is small (P is gates'
-        // storage here: kGatesOverPre); else the host's GEMM first.
-        const auto make = [&](cuda_seq::Plan plan, bool cluster) {
-          if (!cluster || !cuda_seq::add_projection(plan, r.steps, r.batch, r.features, r.device))
-            r.project();
+        const auto make = [&](const cuda_seq::Plan& plan, bool) {
           return cuda_seq::ForwardArgs<scalar_t>{
               static_cast<const scalar_t*>(r.P), static_cast<const scalar_t*>(r.bias),
               static_cast<const scalar_t*>(r.W), static_cast<const scalar_t*>(r.h0),
@@ -117,8 +113,7 @@ struct CudaSequence {
               static_cast<scalar_t*>(r.output),  static_cast<scalar_t*>(r.c_n),
               static_cast<float*>(r.cells),      r.ldw,
               static_cast<int>(r.steps),         static_cast<int>(r.batch),
-              static_cast<int>(r.state),         plan,
-              static_cast<const scalar_t*>(r.x), static_cast<int>(r.features)};
+              static_cast<int>(r.state),         plan};
         };
         ran = run<cuda_seq::cluster_forward_kernel<scalar_t>, cuda_seq::forward_kernel<scalar_t>>(
                   make, r.batch, r.state, false, r.device) != Ran::none;

@@ -16,7 +16,6 @@
 #include <torch/csrc/stable/ops.h>
 
 #include <array>
-#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -58,10 +57,7 @@ struct SeqStepBackward {
 // The whole recurrence in one call, where the backend has a kernel for the
 // shape (it returns false otherwise and the driver steps as above). Forward:
 // P [T, B, 3S] = x W_x^T, bias, W [3S, ldw] (W_h its first S columns), h0,
-// c0 (cell type; either null: zeros) -> gates, cells, output. P is not yet
-// computed: the backend calls project() before it launches a kernel that
-// reads P, or its kernel computes P from x [T, B, F] itself (into P, which
-// is then gates' storage). Backward: grad_output [T, B, S]
+// c0 (cell type; either null: zeros) -> gates, cells, output. Backward: grad_output [T, B, S]
 // (of any strides, in elements: autograd's gradient of output.sum() is one
 // value expanded) and grad_cn [B, S] (either may be null: zero), gates,
 // cells, W -> d_gates [T, B, 3S] and, unless null, d_c0 (cell type), d_h0
@@ -73,9 +69,6 @@ struct SeqRecurrence {
   int64_t ldw, steps, batch, state;
   ScalarType dtype;
   int32_t device;
-  const void* x;
-  int64_t features;
-  const std::function<void()>& project;
 };
 
 struct SeqRecurrenceBackward {
@@ -244,15 +237,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
   // the backend's gate passes read an element's three values of pre_t before
   // they write its gates (Backend::kGatesOverPre), P is gates' storage.
   Tensor P = Backend::kGatesOverPre ? seq::rows(gates, 0, T * B, 3 * S) : empty(x, {T * B, 3 * S});
-  bool projected = false;
-  const std::function<void()> project = [&] {
-    if (projected) return;
-    projected = true;
-    if (F > 0)
-      Backend::addmm(P, P, seq::rows(xc, 0, T * B, F), seq::columns_t(W, S, F), 0.0);
-    else
-      torch::stable::zero_(P);
-  };
+  if (F > 0)
+    Backend::addmm(P, P, seq::rows(xc, 0, T * B, F), seq::columns_t(W, S, F), 0.0);
+  else
+    torch::stable::zero_(P);
   const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
   const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
   auto* P_ptr = static_cast<char*>(P.data_ptr());
@@ -260,10 +248,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
   auto* cells_ptr = static_cast<char*>(cells.data_ptr());
   auto* out_ptr = static_cast<char*>(output.data_ptr());
   const Tensor Wc = detail::contiguous(W);
-  const bool whole = Backend::recurrence(SeqRecurrence{
-      P_ptr, bc.data_ptr(), Wc.data_ptr(), h0_ptr, c0_ptr, gates_ptr, cells_ptr, out_ptr,
-      c_n.data_ptr(), S + F, T, B, S, dtype, x.get_device_index(), xc.data_ptr(), F, project});
-  if (!whole) project();
+  const bool whole = Backend::recurrence(
+      SeqRecurrence{P_ptr, bc.data_ptr(), Wc.data_ptr(), h0_ptr, c0_ptr, gates_ptr, cells_ptr,
+                    out_ptr, c_n.data_ptr(), S + F, T, B, S, dtype, x.get_device_index()});
   for (int64_t t = 0; t < T && !whole; ++t) {
     const Tensor P_t = seq::rows(P, t * B, B, 3 * S);
     if (t > 0 || h0_ptr)

@@ -54,7 +54,6 @@ struct Plan {
   int chunk = 0, stride = 0;  // staged operand: chunk values of K, stride floats per value
   int kp = 0;
   int ws = 0;       // floats of the W slice, a multiple of 4 (float4 alignment after it)
-  int wx_cols = 0;  // forward: the kernel computes P itself, its W_x slice this many floats a row
   size_t smem = 0;  // bytes
 };
 
@@ -186,8 +185,6 @@ struct ForwardArgs {
   int64_t ldw;
   int T, batch, S;
   Plan plan;
-  const scalar_t* x;  // [T, B, F], where the kernel computes P (plan.wx_cols > 0)
-  int F;
 };
 
 template <class scalar_t>
@@ -460,7 +457,7 @@ inline bool layout(int64_t J, int64_t rows, int64_t K, bool backward, Plan& p) {
 }
 
 // Floats of a block's per-unit state: pre and c forward, dh and dc backward.
-__host__ __device__ inline int64_t state_floats(const Plan& p, bool backward) {
+inline int64_t state_floats(const Plan& p, bool backward) {
   return (backward ? 2 : 4) * static_cast<int64_t>(p.units) * p.rows;
 }
 
