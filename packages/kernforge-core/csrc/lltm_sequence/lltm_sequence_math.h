@@ -6,9 +6,10 @@
 //   gates_t, c_t, h_t = cell(pre_t + b, c_{t-1})     per step, one gate pass
 // and in reverse for the backward:
 //   d_gates_t, d_c = cell'(g_t, d_c; gates_t, c_t)   per step, one gate pass
-//   g_{t-1} = grad_output_{t-1} + d_gates_t W_h      per step, an addmm
+//   g_{t-1} = grad_output_{t-1} + d_gates_t W_h      per step, a GEMM into dh
+//                                                    (the gate pass adds grad_output)
 //   d_x = d_gates W_x, d_W = d_gates^T [h_{t-1}, x_t], d_b = 1^T d_gates
-// the last three GEMMs over all T * B rows.
+// the last three GEMMs over all T * B rows. h0 and c0 may be absent: zeros.
 // Half and bfloat16 sequences keep their cell state in float (`cells`).
 #pragma once
 
