@@ -1,13 +1,15 @@
 """A DDP training run of kernforge.nn.LLTM stepped over a sequence ("cell")
-or of kernforge.nn.LLTMSequence ("sequence"), one process per GPU (NCCL),
-for tests/hardening/test_multi_gpu.py:
+or of kernforge.nn.LLTMSequence ("sequence"), for tests/hardening/test_ddp.py:
+one process per GPU (NCCL), or processes on the CPU (Gloo):
 
-    python -m torch.distributed.run --standalone --nproc-per-node=N ddp_lltm.py OUT.pt {cell,sequence}
+    python -m torch.distributed.run --standalone --nproc-per-node=N \
+        ddp_lltm.py OUT.pt {cell,sequence} {cuda,cpu}
 
 Every process runs the same global batches; each takes its 1/N of the rows,
-so the averaged gradients, and with them every step, match a run on one GPU.
-Rank 0 saves the loss of every step, the last step's gradients, the final
-parameters, and which GPU each rank's kernforge kernels ran on."""
+so the averaged gradients, and with them every step, match a run in one
+process. Rank 0 saves the loss of every step, the last step's gradients, the
+final parameters, and for each rank the kernforge ops its last step ran and
+the GPUs its kernforge kernels ran on."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ import sys
 
 import torch
 import torch.distributed as dist
+from torch.autograd import DeviceType
 from torch.nn.parallel import DistributedDataParallel
+from torch.profiler import ProfilerActivity
 
 import kernforge
 
@@ -47,14 +51,16 @@ class Model(torch.nn.Module):
         return self.readout(h).squeeze(1)
 
 
-def main(out: str, kind: str) -> None:
-    dist.init_process_group("nccl")
+def main(out: str, kind: str, where: str) -> None:
+    cuda = where == "cuda"
+    dist.init_process_group("nccl" if cuda else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     local = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local)
-    device = torch.device("cuda", local)
+    if cuda:
+        torch.cuda.set_device(local)
+    device = torch.device("cuda", local) if cuda else torch.device("cpu")
     torch.manual_seed(0)  # the same initial weights on every rank (DDP also broadcasts rank 0's)
-    model = DistributedDataParallel(Model(kind).to(device), device_ids=[local])
+    model = DistributedDataParallel(Model(kind).to(device), device_ids=[local] if cuda else None)
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     data = torch.Generator().manual_seed(1)  # the same global batches on every rank
     rows = slice(rank * BATCH // world, (rank + 1) * BATCH // world)
@@ -71,13 +77,20 @@ def main(out: str, kind: str) -> None:
         total = loss.detach().clone()
         dist.all_reduce(total)
         losses.append(total.item() / world)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with torch.profiler.profile(activities=activities) as prof:
         model(xs).sum().backward()
-        torch.cuda.synchronize()
-    cuda = torch.autograd.DeviceType.CUDA
-    ran_on = {e.device_index for e in prof.events() if e.device_type == cuda and "kernforge" in e.name}
+        if cuda:
+            torch.cuda.synchronize()
+    events = prof.events()
+    ran = {
+        "ops": sorted({e.name for e in events if e.name.startswith("kernforge::")}),
+        "gpus": sorted(
+            {e.device_index for e in events if e.device_type == DeviceType.CUDA and "kernforge" in e.name}
+        ),
+    }
     gathered = [None] * world
-    dist.all_gather_object(gathered, sorted(ran_on))
+    dist.all_gather_object(gathered, ran)
     if rank == 0:
         torch.save(
             {
@@ -85,7 +98,7 @@ def main(out: str, kind: str) -> None:
                 "losses": losses,
                 "grads": {n: g.cpu() for n, g in last_grads.items()},
                 "params": {n: p.detach().cpu() for n, p in model.module.named_parameters()},
-                "kernels_on": sorted({d for devices in gathered for d in devices}),
+                "ranks": gathered,
             },
             out,
         )
@@ -93,4 +106,4 @@ def main(out: str, kind: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])
