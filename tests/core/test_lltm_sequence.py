@@ -27,18 +27,20 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # (T, B, F, S): one step, tile edges, a batch past one block of rows, and
 # on CUDA the persistent kernels' layouts. One thread-block cluster: 4 and 9
 # blocks (over the portable 8) of one unit, 14 blocks of 3 units with the
-# last short (B = 33), 16 blocks of 16 units (S = 256), a batch of 64. The
-# cooperative grid: batch groups with a short last group (B = 33, S = 300),
-# several hidden units a block with the last block short (S = 521), one
-# group with the operand staged in chunks (S = 1024). And a batch above
-# them (cuBLAS per step). No input features (F = 0: the projection is
-# zeros), and a wide input (F = 2100) on one cluster.
+# last short (B = 33), 16 blocks of 4 units with a batch of 64 (two
+# backward product items a thread). The cooperative grid: S = 256 and a
+# batch of 64 at S = 96, batch groups with a short last group (B = 33,
+# S = 300), several hidden units a block with the last block short
+# (S = 521), one group with the operand staged in chunks (S = 1024). And a
+# batch above them (cuBLAS per step). No input features (F = 0: the
+# projection is zeros), and a wide input (F = 2100) on one cluster.
 SIZES = [
     (1, 2, 3, 4),
     (5, 4, 0, 12),
     (8, 16, 2100, 64),
     (7, 5, 3, 9),
     (16, 33, 20, 40),
+    (6, 64, 5, 64),
     (3, 8, 4, 256),
     (4, 64, 5, 96),
     (6, 33, 7, 300),

@@ -2,15 +2,17 @@
 // (compute capability 9.0 and up): up to 16 blocks, each owning the hidden
 // units [j0, j0 + J) of every batch row with its slice of W_h in shared
 // memory, as in lltm_sequence_persistent.cuh. What a step produces for the
-// next (h_t forward, d_gates_t backward) is pushed straight into every
-// block's shared memory (distributed shared memory, st.async) and each
-// block waits on its own mbarrier until the bytes it expects have landed,
-// so a step makes no round trip to L2 and needs no barrier across blocks.
+// next is pushed straight into the blocks' shared memory (distributed shared
+// memory, st.async) and each block waits on its own mbarrier until the bytes
+// it expects have landed, so a step makes no round trip to L2 and needs no
+// barrier across blocks.
 //   forward,  step t:  pre = P_t + b + h_{t-1} W_h^T   (its 3J columns, h_{t-1} local)
 //                      -> gates_t, c_t, h_t; h_t to every block
-//   backward, step t:  d_gates_t, d_c from g_t, d_c     (its J units); d_gates_t to every block
-//                      g_{t-1} = grad_output_{t-1} + d_gates_t W_h  (its J columns, local)
-// The operand a step reads is double-buffered by the step's parity. Two
+//   backward, step t:  d_gates_t, d_c from g_t, d_c     (its J units)
+//                      d_gates_t W_h over its 3J rows: a partial g_{t-1} of every unit,
+//                      each block's J columns to that block;
+//                      g_{t-1} = grad_output_{t-1} + the sum of the partials (its J units)
+// What a step receives is double-buffered by the step's parity. Two
 // buffers suffice: a block can push into a buffer again only after every
 // block has sent it the step in between, which each sends only after it
 // has read that buffer.
@@ -89,31 +91,31 @@ __device__ inline void init_exchange(uint64_t* bars, uint32_t bytes, bool first0
   }
 }
 
-// Pushes `parts` runs of n floats (n a multiple of 4, 16-byte aligned),
-// `pitch` floats apart from `from`, to the same place in every other block
-// of the cluster, completing on that block's mbarrier at `bar`'s place.
-// Warp w serves the blocks w, w + warps, ... (this one left out), its lanes
-// consecutive float4s; no division, so a step's push starts at once.
-__device__ inline void push(const float* from, int n, int parts, int pitch, int blocks, int self,
-                            const uint64_t* bar) {
-  const int quads = n / 4, per_block = parts * quads;
+// Stores (x, y, z, w) at the shared::cluster address `to` (of another
+// block, or this one), completing its 16 bytes on the mbarrier at `bar` (of
+// that block).
+__device__ inline void store_async(uint32_t to, uint32_t bar, float x, float y, float z, float w) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
+      "[%5];" ::"r"(to),
+      "r"(__float_as_uint(x)), "r"(__float_as_uint(y)), "r"(__float_as_uint(z)),
+      "r"(__float_as_uint(w)), "r"(bar)
+      : "memory");
+}
+
+// Pushes n floats (n a multiple of 4, 16-byte aligned) from `from` to the
+// same place in every other block of the cluster, completing on that
+// block's mbarrier at `bar`'s place. Warp w serves the blocks w, w + warps,
+// ... (this one left out), its lanes consecutive float4s.
+__device__ inline void push(const float* from, int n, int blocks, int self, const uint64_t* bar) {
   const int lane = static_cast<int>(threadIdx.x) % 32, warps = static_cast<int>(blockDim.x) / 32;
   const uint32_t base = shared_address(from), bar_address = shared_address(bar);
   for (int r = static_cast<int>(threadIdx.x) / 32; r < blocks - 1; r += warps) {
     const uint32_t rank = static_cast<uint32_t>(r + (r >= self));
     const uint32_t to = in_rank(base, rank), to_bar = in_rank(bar_address, rank);
-    int part = 0, q = lane;  // the float4 q of run `part`
-    while (q >= quads) q -= quads, ++part;
-    for (int idx = lane; idx < per_block; idx += 32) {
-      const int offset = part * pitch + q * 4;
-      const float4 v = *reinterpret_cast<const float4*>(from + offset);
-      asm volatile(
-          "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
-          "[%5];" ::"r"(to + 4 * offset),
-          "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
-          "r"(__float_as_uint(v.w)), "r"(to_bar)
-          : "memory");
-      for (q += 32; q >= quads;) q -= quads, ++part;
+    for (int q = lane; q < n / 4; q += 32) {
+      const float4 v = *reinterpret_cast<const float4*>(from + 4 * q);
+      store_async(to + 16 * q, to_bar, v.x, v.y, v.z, v.w);
     }
   }
 }
@@ -180,7 +182,7 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
     }
     if (send) {
       __syncthreads();  // the block's rows of h_t are complete, pre read
-      push(next + j0 * p.stride, units * p.stride, 1, 0, p.blocks, rank, bars + ((t + 1) & 1));
+      push(next + j0 * p.stride, units * p.stride, p.blocks, rank, bars + ((t + 1) & 1));
     }
     if (owner) {
       store_forward(a, t, ob, j0 + oj, e);
@@ -190,6 +192,14 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
 #endif
 }
 
+// The backward exchanges partial sums, not operands: each block multiplies
+// its own d_gates_t (its 3J rows of the gates, all B rows) by its 3J rows of
+// W_h, a partial g_{t-1} for every hidden unit, and pushes each block the
+// columns that block owns; a block's g_{t-1} is the sum of the partials it
+// receives. A step pushes S of each row instead of 3S, needs no reduction
+// across lanes, and its product starts before the step's exchange, not after.
+constexpr int kMaxItems = 4;  // product items (a unit s, 4 batch rows) a thread
+
 template <class scalar_t>
 __global__ void __launch_bounds__(kThreads)
     cluster_backward_kernel(const BackwardArgs<scalar_t> a) {
@@ -198,76 +208,98 @@ __global__ void __launch_bounds__(kThreads)
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
   const Plan& p = a.plan;
-  const int J = p.units, B = a.batch, S = a.S, T = a.T;
+  const int J = p.units, B = a.batch, S = a.S, T = a.T, RB = p.stride, blocks = p.blocks;
   const int rank = static_cast<int>(cluster.block_rank());
   const int j0 = rank * J, units = min(J, S - j0);
-  uint64_t* bars = reinterpret_cast<uint64_t*>(smem4);  // [2]: buffer t & 1 receives d_gates_t
-  float* ws = reinterpret_cast<float*>(smem4 + 1);      // [J][kp]: W_h's columns, transposed
-  float* db = ws + p.ws;                                // [2][3S][stride]: d_gates_t, transposed
-  float* dh = db + 2 * 3 * S * p.stride;                // [J][B]
-  // d_gates_t is exchanged at step t where t > 0 or d_h0 is asked for.
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem4);  // [2]: buffer t & 1 receives step t's
+  float* ws = reinterpret_cast<float*>(smem4 + 1);      // [3J][kp]: the block's rows of W_h
+  float* part = ws + p.ws;                              // [2][blocks][J][RB]: the partials
+  float* dl = part + 2 * blocks * J * RB;               // [3J][RB]: the block's d_gates_t
+  const int buffer = blocks * J * RB;
+  // Step t's partials are exchanged where t > 0 or d_h0 is asked for.
   const auto sends = [&](int t) { return t >= 0 && (t > 0 || a.d_h0 != nullptr); };
-  const uint32_t bytes = 4u * 3 * (S - units) * p.stride;
+  const int quads = (B + 3) / 4;
+  const uint32_t bytes = 16u * blocks * units * quads;
   init_exchange(bars, bytes, sends(T - 1) && ((T - 1) & 1) == 0 || sends(T - 2) && (T & 1) == 0,
                 sends(T - 1) && ((T - 1) & 1) == 1 || sends(T - 2) && (T & 1) == 1);
-  load_backward_weights(ws, a.W, a.ldw, S, j0, units, p);
-  for (int idx = threadIdx.x; idx < 2 * 3 * S * p.stride; idx += blockDim.x) db[idx] = 0.0f;
-  const Item it = item_of(p);
-  const int lane = it.lane, jt = it.j, b0 = it.b0;
-  // One element (b, j) a thread (the plan makes sure), j fastest, the cell's
-  // gradient and the element's d_gates summed over the steps in registers;
-  // the next step's saved values load while the pushes land.
+  load_forward_weights(ws, a.W, a.ldw, S, j0, units, p);
+  for (int idx = threadIdx.x; idx < 3 * J * RB; idx += blockDim.x) dl[idx] = 0.0f;
+  // The thread's product items: unit s, rows [b0, b0 + 4), the block that
+  // owns s, and where the item lands in that block's buffer.
+  int item_s[kMaxItems], item_b0[kMaxItems], item_to[kMaxItems], item_at[kMaxItems];
+  const int items = S * quads;
+#pragma unroll
+  for (int i = 0; i < kMaxItems; ++i) {
+    const int idx = static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x);
+    const int s = idx % S, to = s / J;
+    item_s[i] = s;
+    item_b0[i] = idx / S * 4;
+    item_to[i] = to;
+    item_at[i] = (rank * J + s - to * J) * RB + item_b0[i];
+  }
+  // One element (b, j) a thread (the plan makes sure), j fastest: g_t, the
+  // cell's gradient and the element's d_gates summed over the steps in
+  // registers; the next step's saved values and grad_output load while the
+  // partials land.
   const bool owner = static_cast<int>(threadIdx.x) < units * B;
   const int ob = threadIdx.x / units, oj = threadIdx.x % units;
-  float dc = 0.0f, in[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d_b[3] = {0.0f, 0.0f, 0.0f};
+  float dh = 0.0f, dc = 0.0f, in[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d_b[3] = {0.0f, 0.0f, 0.0f};
   if (owner) {
-    dh[oj * B + ob] = step_grad_output(a, T - 1, ob, j0 + oj);
+    dh = step_grad_output(a, T - 1, ob, j0 + oj);
     dc = a.grad_cn ? a.grad_cn[ob * S + j0 + oj] : 0.0f;
     step_saved(a, T - 1, ob, j0 + oj, in);
   }
   cluster.sync();  // every block runs, its mbarriers set up, before any pushes into it
   for (int t = T - 1; t >= 0; --t) {
-    const bool send = sends(t);
-    float* here = db + (t & 1) * 3 * S * p.stride;
-    BackwardElement e{};
     if (owner) {
-      e = gate_backward<scalar_t>(dh[oj * B + ob], dc, in);
+      const BackwardElement e = gate_backward<scalar_t>(dh, dc, in);
       dc = e.dc;
 #pragma unroll
       for (int g = 0; g < 3; ++g) {
-        here[(g * S + j0 + oj) * p.stride + ob] = e.d[g];
+        dl[(g * J + oj) * RB + ob] = e.d[g];
         d_b[g] += e.d[g];
       }
-    }
-    if (send) {
-      __syncthreads();  // the block's columns of d_gates_t are complete, dh read
-      push(here + j0 * p.stride, units * p.stride, 3, S * p.stride, p.blocks, rank, bars + (t & 1));
-    }
-    float go[kRows] = {};
-    if (owner) {
       store_backward(a, t, ob, j0 + oj, e);
-      if (t > 0) step_saved(a, t - 1, ob, j0 + oj, in);
     }
-    if (!send) break;
-    if (lane == 0 && jt < units && t > 0)
+    if (!sends(t)) break;
+    __syncthreads();  // dl is complete
+    float* into = part + (t & 1) * buffer;
+    const uint32_t bar = shared_address(bars + (t & 1));
 #pragma unroll
-      for (int r = 0; r < kRows; ++r)
-        if (b0 + r < B) go[r] = step_grad_output(a, t - 1, b0 + r, j0 + jt);
-    // d_gates_t has landed; buffer t & 1 next receives d_gates_{t-2}.
+    for (int i = 0; i < kMaxItems; ++i) {
+      if (static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x) >= items) break;
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      const float* w = ws + item_s[i];
+      const float* d = dl + item_b0[i];
+      for (int r = 0; r < 3 * J; ++r) {
+        const float wr = w[r * p.kp];
+        const float4 v = *reinterpret_cast<const float4*>(d + r * RB);
+        acc[0] += wr * v.x;
+        acc[1] += wr * v.y;
+        acc[2] += wr * v.z;
+        acc[3] += wr * v.w;
+      }
+      const uint32_t to = static_cast<uint32_t>(item_to[i]);
+      store_async(in_rank(shared_address(into + item_at[i]), to), in_rank(bar, to), acc[0], acc[1],
+                  acc[2], acc[3]);
+    }
+    float go = 0.0f;
+    if (owner && t > 0) {
+      step_saved(a, t - 1, ob, j0 + oj, in);
+      go = step_grad_output(a, t - 1, ob, j0 + oj);
+    }
+    __syncthreads();  // dl read: the owners write it next
+    // Step t's partials have landed; buffer t & 1 next receives step t - 2's.
     wait_phase(bars + (t & 1), ((T - 1 - t) >> 1) & 1);
     if (threadIdx.x == 0 && sends(t - 2)) expect_bytes(bars + (t & 1), bytes);
-    float acc[1][kRows] = {};
-    accumulate<1>(ws, here, 0, 3 * S, B, p, it, acc);
-    reduce_lanes<1>(p, acc);
-    if (lane == 0 && jt < units)
-#pragma unroll
-      for (int r = 0; r < kRows; ++r)
-        if (b0 + r < B) dh[jt * B + b0 + r] = acc[0][r] + go[r];
-    __syncthreads();  // dh is complete, buffer t & 1 read
+    if (owner) {
+      dh = go;
+      for (int from = 0; from < blocks; ++from) dh += into[(from * J + oj) * RB + ob];
+    }
   }
   if (owner) {
     if (a.d_c0) a.d_c0[ob * S + j0 + oj] = dc;
-    if (a.d_h0) a.d_h0[ob * S + j0 + oj] = static_cast<scalar_t>(dh[oj * B + ob]);
+    if (a.d_h0) a.d_h0[ob * S + j0 + oj] = static_cast<scalar_t>(dh);
   }
   if (a.d_b) {
     // d_b = the sum over the batch of the elements' sums, through the
@@ -275,11 +307,11 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     if (owner)
 #pragma unroll
-      for (int g = 0; g < 3; ++g) db[(g * units + oj) * B + ob] = d_b[g];
+      for (int g = 0; g < 3; ++g) part[(g * units + oj) * B + ob] = d_b[g];
     __syncthreads();
     for (int idx = threadIdx.x; idx < 3 * units; idx += blockDim.x) {
       float sum = 0.0f;
-      for (int b = 0; b < B; ++b) sum += db[idx * B + b];
+      for (int b = 0; b < B; ++b) sum += part[idx * B + b];
       const int g = idx / units;
       a.d_b[g * S + j0 + idx - g * units] = static_cast<scalar_t>(sum);
     }
@@ -328,19 +360,24 @@ int max_cluster(int32_t device) {
 
 // The plan of one cluster of ceil(S / J) <= max_blocks blocks for a
 // direction, or blocks = 0 where it does not apply (no cluster, a batch above
-// kMaxBatch, more work a block than kClusterWork or more elements than
-// threads, or more shared memory than a block has: W's slice and two
-// buffers of the whole operand).
+// kMaxBatch, more work a block than kClusterWork, more elements than
+// threads or backward product items than kMaxItems a thread, or more shared
+// memory than a block has: W's slice and two receive buffers).
 inline Plan cluster_plan(int64_t batch, int64_t S, bool backward, int max_blocks, int32_t device) {
   if (max_blocks < 2 || batch > kMaxBatch || S == 0 || batch == 0) return {};
-  const int64_t K = backward ? 3 * S : S, J = (S + max_blocks - 1) / max_blocks;
+  const int64_t J = (S + max_blocks - 1) / max_blocks;
   if (batch * 3 * S * J > kClusterWork || batch * J > kThreads) return {};
+  if (backward && S * ((batch + 3) / 4) > kMaxItems * kThreads) return {};
   Plan p;
-  if (!layout(J, batch, K, backward, p)) return {};
+  // Both directions keep the block's 3J rows of W_h (K = S).
+  if (!layout(J, batch, S, false, p)) return {};
   p.unit_groups = p.blocks = static_cast<int>((S + J - 1) / J);
-  p.chunk = static_cast<int>(K);
-  // the two mbarriers, W's slice, the two buffers, the state
-  p.smem = static_cast<size_t>(16 + 4 * (p.ws + 2 * K * p.stride + state_floats(p, backward)));
+  p.chunk = static_cast<int>(S);
+  // the two mbarriers, W's slice, then forward: the two buffers of h and
+  // the state; backward: the two buffers of partials and d_gates
+  p.smem =
+      static_cast<size_t>(16 + 4 * (p.ws + (backward ? (2 * p.blocks * J + 3 * J) * p.stride
+                                                     : 2 * S * p.stride + state_floats(p, false))));
   if (p.smem > static_cast<size_t>(max_shared_bytes(device))) return {};
   return p;
 }
