@@ -174,6 +174,12 @@ def run_cell(cell: Cell, args: argparse.Namespace, cache: Path, tag: str) -> Non
         cell.detail = counts if cell.status == "pass" else f"{cell.detail}: {counts}"
     shutil.rmtree(work, ignore_errors=True)  # the venv: several GB of hard links and copies
     print(f"{tag} {cell.name}: {cell.status} {cell.detail} ({cell.seconds:.0f} s, log {log})", flush=True)
+    if cell.status != "pass":  # CI keeps only this output, not the log: say what failed
+        failed = re.findall(r"^(?:FAILED|ERROR) .*$", text, re.M)
+        print("\n".join(failed or text.splitlines()[-40:]), flush=True)
+        report = text.find("= FAILURES =")  # pytest's report, from the first failure
+        if report >= 0:
+            print(text[report : report + 6000], flush=True)
 
 
 def table(cells: list[Cell], excluded: dict[tuple[str, str], str]) -> str:
