@@ -9,6 +9,7 @@ import re
 
 import pytest
 import torch
+from torch import Tensor
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn.utils.rnn import pack_sequence, pad_packed_sequence
 
@@ -402,17 +403,112 @@ def test_module_unbatched_input(device):
     close(c_n, b_c.squeeze(1))
 
 
+def _bidirectional_layers(model, x, h0, c0):
+    """A bidirectional LLTMSequence spelled out with the reference: per layer,
+    the forward direction over x, the reverse over x flipped in time."""
+    h_n, c_n = [], []
+    for k in range(model.num_layers):
+        outs = []
+        for d, suffix in enumerate(("", "_reverse")):
+            w, b = getattr(model, f"weight_l{k}{suffix}"), getattr(model, f"bias_l{k}{suffix}")
+            xs = x.flip(0) if d else x
+            out, (h, c) = reference.lltm_sequence(xs, w, b, h0[2 * k + d], c0[2 * k + d])
+            outs.append(out.flip(0) if d else out)
+            h_n.append(h)
+            c_n.append(c)
+        x = torch.cat(outs, dim=2)
+    return x, (torch.stack(h_n), torch.stack(c_n))
+
+
+def test_module_bidirectional_matches_both_directions_spelled_out(device):
+    gen = torch.Generator().manual_seed(97)
+    model = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=True, device=device, dtype=torch.float64)
+    assert [n for n, _ in model.named_parameters()] == [
+        f"{kind}_l{k}{suffix}" for k in range(2) for suffix in ("", "_reverse") for kind in ("weight", "bias")
+    ]
+    assert model.weight_l0_reverse.shape == (18, 10) and model.weight_l1.shape == (18, 18)
+    x = random((5, 3, 4), torch.float64, device, gen).requires_grad_()
+    hx = tuple(random((4, 3, 6), torch.float64, device, gen).requires_grad_() for _ in range(2))
+    out, (h_n, c_n) = model(x, hx)
+    r_out, (r_h, r_c) = _bidirectional_layers(model, x, *hx)
+    lstm_out, (lstm_h, _) = torch.nn.LSTM(4, 6, 2, bidirectional=True, device=device, dtype=torch.float64)(x)
+    assert out.shape == lstm_out.shape == (5, 3, 12) and h_n.shape == lstm_h.shape == (4, 3, 6)
+    close(out, r_out)
+    close(h_n, r_h)
+    close(c_n, r_c)
+    inputs = [x, *hx, *model.parameters()]
+    upstream = [random(t.shape, torch.float64, device, gen) for t in (out, h_n, c_n)]
+    grads = torch.autograd.grad((out, h_n, c_n), inputs, upstream)
+    r_grads = torch.autograd.grad((r_out, r_h, r_c), inputs, upstream)
+    for g, r in zip(grads, r_grads, strict=True):
+        close(g, r)
+
+
+def test_module_dropout_between_layers(device):
+    gen = torch.Generator().manual_seed(99)
+    x = random((5, 3, 4), torch.float64, device, gen)
+    hx = tuple(random((2, 3, 6), torch.float64, device, gen) for _ in range(2))
+    model = kernforge.nn.LLTMSequence(4, 6, 2, dropout=1.0, device=device, dtype=torch.float64)
+    # Training: everything layer 0 hands layer 1 is dropped; its own h_n stays.
+    out, (h_n, c_n) = model(x, hx)
+    first, (h0, c0) = reference.lltm_sequence(x, model.weight_l0, model.bias_l0, hx[0][0], hx[1][0])
+    second, (h1, c1) = reference.lltm_sequence(
+        torch.zeros_like(first), model.weight_l1, model.bias_l1, hx[0][1], hx[1][1]
+    )
+    close(out, second)
+    close(h_n, torch.stack([h0, h1]))
+    close(c_n, torch.stack([c0, c1]))
+    # Evaluation: no dropout.
+    model.eval()
+    close(model(x, hx)[0], model.reference(x, hx)[0])
+    # p = 0.5 in training draws the masks torch's dropout draws, and scales by 2.
+    model.train()
+    model.dropout = 0.5
+    torch.manual_seed(5)
+    out = model(x, hx)[0]
+    torch.manual_seed(5)
+    close(out, model.reference(x, hx)[0])
+    torch.manual_seed(5)
+    mask = torch.nn.functional.dropout(torch.ones_like(first), 0.5)
+    close(out, reference.lltm_sequence(first * mask, model.weight_l1, model.bias_l1, hx[0][1], hx[1][1])[0])
+    assert not torch.allclose(out, model.eval()(x, hx)[0])
+
+
+def test_module_takes_nn_lstm_arguments(device):
+    # What code written for nn.LSTM passes and calls, batch-first and packed.
+    args = dict(input_size=4, hidden_size=6, num_layers=2, bias=True, batch_first=True)
+    kw = dict(dropout=0.25, bidirectional=True, device=device, dtype=torch.float64)
+    model, lstm = kernforge.nn.LLTMSequence(**args, **kw), torch.nn.LSTM(**args, **kw)
+    model.flatten_parameters()
+    assert (
+        repr(model) == "LLTMSequence(4, 6, num_layers=2, batch_first=True, dropout=0.25, bidirectional=True)"
+    )
+    gen = torch.Generator().manual_seed(101)
+    x = random((3, 5, 4), torch.float64, device, gen)
+    hx = tuple(random((4, 3, 6), torch.float64, device, gen) for _ in range(2))
+    for got, want in zip(model(x, hx), lstm(x, hx), strict=True):
+        got, want = (got, want) if isinstance(got, Tensor) else (got[0], want[0])
+        assert got.shape == want.shape
+    packed = pack_sequence([x[0], x[1, :3], x[2, :1]])
+    assert torch.equal(model(packed)[0].batch_sizes, lstm(packed)[0].batch_sizes)
+
+
 @pytest.mark.parametrize("enforce_sorted", [True, False])
-def test_module_packed_sequences_equal_each_run_alone(device, enforce_sorted):
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_module_packed_sequences_equal_each_run_alone(device, enforce_sorted, bidirectional):
     gen = torch.Generator().manual_seed(93)
-    model = kernforge.nn.LLTMSequence(4, 6, 2, device=device, dtype=torch.float64)
+    model = kernforge.nn.LLTMSequence(
+        4, 6, 2, bidirectional=bidirectional, device=device, dtype=torch.float64
+    )
     lengths = [5, 5, 3, 2] if enforce_sorted else [3, 5, 2, 5, 1]
     seqs = [random((n, 4), torch.float64, device, gen) for n in lengths]
-    hx = tuple(random((2, len(seqs), 6), torch.float64, device, gen) for _ in range(2))
+    hx = tuple(random((2 + 2 * bidirectional, len(seqs), 6), torch.float64, device, gen) for _ in range(2))
     packed = pack_sequence(seqs, enforce_sorted=enforce_sorted)
     out, (h_n, c_n) = model(packed, hx)
-    lstm_out, _ = torch.nn.LSTM(4, 6, 2, device=device, dtype=torch.float64)(packed)
+    lstm = torch.nn.LSTM(4, 6, 2, bidirectional=bidirectional, device=device, dtype=torch.float64)
+    lstm_out, _ = lstm(packed)
     assert torch.equal(out.batch_sizes, lstm_out.batch_sizes)
+    assert out.data.shape == lstm_out.data.shape
     padded, got_lengths = pad_packed_sequence(out)
     assert got_lengths.tolist() == lengths
     for i, s in enumerate(seqs):
@@ -433,13 +529,23 @@ def test_module_unsorted_lengths_need_enforce_sorted_false():
 def test_module_bad_arguments():
     with pytest.raises(ValueError, match="must be positive, got 4, 0 and 1"):
         kernforge.nn.LLTMSequence(4, 0)
+    for p in (1.5, -0.1, True, "0.1"):
+        with pytest.raises(
+            ValueError, match=re.escape(f"dropout must be a probability in [0, 1], got {p!r}")
+        ):
+            kernforge.nn.LLTMSequence(4, 6, 2, dropout=p)
+    with pytest.warns(UserWarning, match="dropout of 0.5 with num_layers=1 does nothing"):
+        kernforge.nn.LLTMSequence(4, 6, dropout=0.5)
     model = kernforge.nn.LLTMSequence(4, 6, 2)
     assert repr(model) == "LLTMSequence(4, 6, num_layers=2)"
     x = torch.randn(5, 3, 4)
-    with pytest.raises(
-        ValueError, match=re.escape("h_0 must be [num_layers, batch, hidden_size] = [2, 3, 6]")
-    ):
+    message = "h_0 must be [num_directions * num_layers, batch, hidden_size] = [2, 3, 6], got [1, 3, 6]"
+    with pytest.raises(ValueError, match=re.escape(message)):
         model(x, (torch.zeros(1, 3, 6), torch.zeros(2, 3, 6)))
+    model = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=True)
+    message = "c_0 must be [num_directions * num_layers, batch, hidden_size] = [4, 3, 6], got [2, 3, 6]"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model(x, (torch.zeros(4, 3, 6), torch.zeros(2, 3, 6)))
     with pytest.raises(ValueError, match="input must be 2-D"):
         model(torch.randn(5))
 

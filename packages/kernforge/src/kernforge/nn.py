@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import numbers
+import warnings
 
 import torch
 from torch import Tensor, nn
@@ -104,24 +106,33 @@ class LLTMSequence(nn.Module):
         num_layers: layers stacked; layer k > 0 takes layer k - 1's output.
         bias: whether the layers have a bias (else the gates have none).
         batch_first: input and output are ``[B, T, ...]``.
+        dropout: as ``nn.LSTM``'s: in training, dropout of this probability
+            on the output of every layer but the last.
+        bidirectional: each layer also runs over the reversed sequence (D = 2
+            directions, else 1), and its output is both directions' h side by
+            side, ``[..., 2S]``.
         device, dtype: of the parameters.
 
-    Parameters ``weight_l{k} [3S, S + F_k]`` (F_0 = input_size, else S) and
-    ``bias_l{k} [3S]``, uniform in ``(-1/sqrt(S), 1/sqrt(S))``: a trained
-    :class:`LLTM` cell's ``weight`` and ``bias`` load into layer 0 unchanged.
+    Parameters ``weight_l{k} [3S, S + F_k]`` (F_0 = input_size, else D * S)
+    and ``bias_l{k} [3S]``, with ``weight_l{k}_reverse`` and
+    ``bias_l{k}_reverse`` for the reverse direction, uniform in
+    ``(-1/sqrt(S), 1/sqrt(S))``: a trained :class:`LLTM` cell's ``weight``
+    and ``bias`` load into layer 0 unchanged.
 
     Shape:
         forward(input, hx=None) -> (output, (h_n, c_n)): input ``[T, B, F]``
         (``[B, T, F]`` with batch_first; ``[T, F]`` unbatched) or a
         ``torch.nn.utils.rnn.PackedSequence``; hx ``(h_0, c_0)``, each
-        ``[num_layers, B, S]`` (zeros when None); output ``[T, B, S]`` (or a
-        PackedSequence for one), h_n and c_n ``[num_layers, B, S]``, taken at
-        each sequence's own last step.
+        ``[D * num_layers, B, S]`` (zeros when None); output ``[T, B, D * S]``
+        (or a PackedSequence for one), h_n and c_n ``[D * num_layers, B, S]``,
+        layer by layer, the forward direction first, as ``nn.LSTM``'s. Each
+        sequence's h_n and c_n are taken at its own last step (forward) and
+        first step (reverse).
 
     Raises:
-        ValueError: for sizes below 1. The forward raises as
-            :func:`kernforge.functional.lltm_sequence`, and ValueError for an
-            hx of the wrong shape.
+        ValueError: for sizes below 1 or a dropout outside [0, 1]. The forward
+            raises as :func:`kernforge.functional.lltm_sequence`, and
+            ValueError for an hx of the wrong shape.
     """
 
     def __init__(
@@ -131,6 +142,8 @@ class LLTMSequence(nn.Module):
         num_layers: int = 1,
         bias: bool = True,
         batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
         device=None,
         dtype=None,
     ):
@@ -140,45 +153,77 @@ class LLTMSequence(nn.Module):
                 "input_size, hidden_size and num_layers must be positive, got "
                 f"{input_size}, {hidden_size} and {num_layers}"
             )
+        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not 0 <= dropout <= 1:
+            raise ValueError(f"dropout must be a probability in [0, 1], got {dropout!r}")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(
+                "LLTMSequence: dropout acts after every layer but the last, so a dropout of "
+                f"{dropout} with num_layers=1 does nothing",
+                UserWarning,
+                stacklevel=2,
+            )
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first = bias, batch_first
+        self.dropout, self.bidirectional = float(dropout), bidirectional
+        directions = 2 if bidirectional else 1
         kw = {"device": device, "dtype": dtype}
         for k in range(num_layers):
-            features = input_size if k == 0 else hidden_size
-            self.register_parameter(
-                f"weight_l{k}", nn.Parameter(torch.empty(3 * hidden_size, hidden_size + features, **kw))
-            )
-            self.register_parameter(
-                f"bias_l{k}", nn.Parameter(torch.empty(3 * hidden_size, **kw)) if bias else None
-            )
+            features = input_size if k == 0 else directions * hidden_size
+            for suffix in self._suffixes():
+                weight = torch.empty(3 * hidden_size, hidden_size + features, **kw)
+                self.register_parameter(f"weight_l{k}{suffix}", nn.Parameter(weight))
+                self.register_parameter(
+                    f"bias_l{k}{suffix}", nn.Parameter(torch.empty(3 * hidden_size, **kw)) if bias else None
+                )
         self.reset_parameters()
+
+    def _suffixes(self) -> tuple[str, ...]:
+        return ("", "_reverse") if self.bidirectional else ("",)
 
     def reset_parameters(self) -> None:
         bound = 1.0 / math.sqrt(self.hidden_size)
         for p in self.parameters():
             nn.init.uniform_(p, -bound, bound)
 
-    def _layers(self):
-        for k in range(self.num_layers):
-            weight = getattr(self, f"weight_l{k}")
-            bias = getattr(self, f"bias_l{k}")
-            yield weight, (weight.new_zeros(weight.shape[:1]) if bias is None else bias)
+    def flatten_parameters(self) -> None:
+        """Nothing to do: for code written for ``nn.LSTM``, whose cuDNN path
+        wants its weights in one buffer; the LLTM's kernels read each layer's
+        ``weight`` where it is."""
 
     def _run(self, fn, x: Tensor, h0: Tensor | None, c0: Tensor | None):
-        """All layers over time-major x [T, B, F] from h0, c0 [num_layers, B, S]
-        (None: zeros, which each layer gets as None): (output, h_n, c_n)."""
+        """All layers over time-major x [T, B, F] from h0, c0 [D * num_layers,
+        B, S] (None: zeros, which each layer gets as None): (output, h_n, c_n).
+        The reverse direction runs over x flipped in time: a sequence of its own
+        length, as the packed path hands it here."""
         h_n, c_n = [], []
-        for k, (weight, bias) in enumerate(self._layers()):
-            x, (h, c) = fn(x, weight, bias, None if h0 is None else h0[k], None if c0 is None else c0[k])
-            h_n.append(h)
-            c_n.append(c)
+        for k in range(self.num_layers):
+            if k > 0 and self.dropout > 0 and self.training:
+                x = nn.functional.dropout(x, self.dropout, training=True)
+            outputs = []
+            for suffix in self._suffixes():
+                i = len(h_n)
+                weight, bias = getattr(self, f"weight_l{k}{suffix}"), getattr(self, f"bias_l{k}{suffix}")
+                if bias is None:
+                    bias = weight.new_zeros(weight.shape[:1])
+                reverse = suffix == "_reverse"
+                out, (h, c) = fn(
+                    x.flip(0) if reverse else x,
+                    weight,
+                    bias,
+                    None if h0 is None else h0[i],
+                    None if c0 is None else c0[i],
+                )
+                outputs.append(out.flip(0) if reverse else out)
+                h_n.append(h)
+                c_n.append(c)
+            x = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=2)
         if len(h_n) == 1:  # no copies (two launches) for the common single layer
             return x, h_n[0].unsqueeze(0), c_n[0].unsqueeze(0)
         return x, torch.stack(h_n), torch.stack(c_n)
 
     def _state(self, hx, batch: int, batched: bool) -> tuple[Tensor | None, Tensor | None]:
-        """hx as [num_layers, B, S] each, checked; (None, None) for zeros."""
-        shape = (self.num_layers, batch, self.hidden_size)
+        """hx as [D * num_layers, B, S] each, checked; (None, None) for zeros."""
+        shape = (len(self._suffixes()) * self.num_layers, batch, self.hidden_size)
         if hx is None:
             return None, None
         h0, c0 = hx
@@ -187,7 +232,8 @@ class LLTMSequence(nn.Module):
         for name, t in (("h_0", h0), ("c_0", c0)):
             if tuple(t.shape) != shape:
                 raise ValueError(
-                    f"LLTMSequence: {name} must be [num_layers, batch, hidden_size] = {list(shape)}, "
+                    f"LLTMSequence: {name} must be [num_directions * num_layers, batch, hidden_size] = "
+                    f"{list(shape)}, "
                     f"got {list(t.shape)}"
                 )
         return h0, c0
@@ -221,8 +267,9 @@ class LLTMSequence(nn.Module):
         # and c_n are its own last step's, and padding never enters a step.
         x, lengths = nn.utils.rnn.pad_packed_sequence(packed)  # [T, B, F], the caller's order
         h0, c0 = self._state(hx, x.shape[1], True)
-        output = x.new_zeros((x.shape[0], x.shape[1], self.hidden_size))
-        h_n = x.new_empty((self.num_layers, x.shape[1], self.hidden_size))
+        directions = len(self._suffixes())
+        output = x.new_zeros((x.shape[0], x.shape[1], directions * self.hidden_size))
+        h_n = x.new_empty((directions * self.num_layers, x.shape[1], self.hidden_size))
         c_n = torch.empty_like(h_n)
         for length in torch.unique(lengths).tolist():
             rows = (lengths == length).nonzero().squeeze(1).to(x.device)
@@ -249,6 +296,10 @@ class LLTMSequence(nn.Module):
             text += ", bias=False"
         if self.batch_first:
             text += ", batch_first=True"
+        if self.dropout:
+            text += f", dropout={self.dropout}"
+        if self.bidirectional:
+            text += ", bidirectional=True"
         return text
 
 
