@@ -288,11 +288,19 @@ def test_opcheck(device, size):
     )
 
 
-def test_compile_fullgraph(device):
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_compile_fullgraph(device, bidirectional):
     torch._dynamo.reset()
     gen = torch.Generator().manual_seed(81)
-    model = kernforge.nn.LLTMSequence(4, 6, num_layers=2, device=device, dtype=torch.float64)
+    model = kernforge.nn.LLTMSequence(
+        4, 6, num_layers=2, dropout=0.25, bidirectional=bidirectional, device=device, dtype=torch.float64
+    )
     x = random((5, 3, 4), torch.float64, device, gen)
+    # Training: dropout's masks come from the compiled graph's own generator.
+    out, _ = torch.compile(model, fullgraph=True)(x)
+    assert out.shape == (5, 3, 6 * (1 + bidirectional)) and torch.isfinite(out).all()
+    model.eval()
+    torch._dynamo.reset()
 
     def loss(run, x):
         out, (h_n, c_n) = run(x)
