@@ -21,6 +21,7 @@ import torch.distributed as dist
 from torch.autograd import DeviceType
 from torch.nn.parallel import DistributedDataParallel
 from torch.profiler import ProfilerActivity
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import kernforge
 
@@ -51,6 +52,42 @@ class Model(torch.nn.Module):
         return self.readout(h).squeeze(1)
 
 
+def _last_step_on_gpus(model, xs) -> dict:
+    """The kernforge ops a training step ran, and the GPUs their kernels ran on."""
+    with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        model(xs).sum().backward()
+        torch.cuda.synchronize()
+    events = prof.events()
+    return {
+        "ops": sorted({e.name for e in events if e.name.startswith("kernforge::")}),
+        "gpus": sorted(
+            {e.device_index for e in events if e.device_type == DeviceType.CUDA and "kernforge" in e.name}
+        ),
+    }
+
+
+class _Ops(TorchDispatchMode):
+    """Collects the name of every op dispatched on this thread (a CPU
+    backward runs on the thread that calls it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.add(func._schema.name)
+        return func(*args, **(kwargs or {}))
+
+
+def _last_step_on_cpu(model, xs) -> dict:
+    """The kernforge ops a training step ran, read at dispatch: torch 2.15's
+    profiler, on a machine without a GPU, sometimes aborted a rank as it
+    stopped ("terminate called without an active exception")."""
+    with _Ops() as ops:
+        model(xs).sum().backward()
+    return {"ops": sorted(n for n in ops.names if n.startswith("kernforge::")), "gpus": []}
+
+
 def main(out: str, kind: str, where: str) -> None:
     cuda = where == "cuda"
     dist.init_process_group("nccl" if cuda else "gloo")
@@ -77,18 +114,7 @@ def main(out: str, kind: str, where: str) -> None:
         total = loss.detach().clone()
         dist.all_reduce(total)
         losses.append(total.item() / world)
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with torch.profiler.profile(activities=activities) as prof:
-        model(xs).sum().backward()
-        if cuda:
-            torch.cuda.synchronize()
-    events = prof.events()
-    ran = {
-        "ops": sorted({e.name for e in events if e.name.startswith("kernforge::")}),
-        "gpus": sorted(
-            {e.device_index for e in events if e.device_type == DeviceType.CUDA and "kernforge" in e.name}
-        ),
-    }
+    ran = _last_step_on_gpus(model, xs) if cuda else _last_step_on_cpu(model, xs)
     gathered = [None] * world
     dist.all_gather_object(gathered, ran)
     if rank == 0:
