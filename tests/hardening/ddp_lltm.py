@@ -128,6 +128,14 @@ def main(out: str, kind: str, where: str) -> None:
             },
             out,
         )
+    if not cuda:
+        # torch 2.15's Gloo teardown sometimes aborted a rank at exit ("terminate
+        # called without an active exception") after the results were saved: the
+        # ranks wait for rank 0's file and leave without tearing the group down.
+        dist.barrier()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     dist.destroy_process_group()
 
 
