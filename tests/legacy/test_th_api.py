@@ -201,6 +201,20 @@ def test_storage_offset_and_data(th, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_fields_read_directly_follow_the_tensor(th, device):
+    # t->size[d], t->stride[d], t->nDimension, t->storageOffset and the
+    # storage's data and size, read as 2017 code did; then after an in-place
+    # transpose of t and a resize of out, made through the functions.
+    base = torch.arange(40, dtype=torch.float32, device=device)
+    t = base[4:].view(4, 9)[:, 1:7]  # [4, 6], strides (9, 1), offset 5
+    out = torch.full((5,), float("nan"), device=device)
+    info = torch.empty(0, dtype=torch.int64)
+    assert _fn(th, "fields", device)(t, out, info) == 1
+    assert info.tolist() == [2, 4, 9, 6, 1, 5, 40, 1, 6, 1, 3, 234, 12]
+    assert t.shape == (6, 4) and t.stride() == (1, 9) and out.shape == (2, 3, 4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_new_tensors_from_views(th, device):
     src = _rand(3, 4, dtype=torch.float32, seed=16, device=device)
     outs = [torch.empty(0, device=device) for _ in range(4)]

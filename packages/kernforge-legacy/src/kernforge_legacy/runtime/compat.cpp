@@ -1,7 +1,8 @@
 // The TH/THC C API of include/TH/TH.h and include/THC/THC.h, on torch's
 // stable C ABI. Compiled into every extension create_extension builds (its
 // symbols stay inside that extension). A tensor handle (THFloatTensor*, ...)
-// is the AtenTensorHandle the extension's op was called with, borrowed.
+// points to a box (TH.h's struct) holding an AtenTensorHandle: for an
+// argument, the one the extension's op was called with, borrowed.
 #include <kernforge_legacy/glue.h>
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_aten.h>
@@ -12,7 +13,9 @@
 #include <torch/headeronly/util/Half.h>
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -29,8 +32,31 @@
 
 namespace {
 
+// What tensor and storage handles point to: TH.h's structs, one layout for
+// every tensor type and one for every storage type, the tensor first.
+struct TensorBox {
+  AtenTensorHandle tensor;
+  int64_t* size;
+  int64_t* stride;
+  int nDimension;
+  ptrdiff_t storageOffset;
+};
+struct StorageBox {
+  AtenTensorHandle tensor;
+  void* data;
+  ptrdiff_t size;
+};
+static_assert(sizeof(TensorBox) == sizeof(THFloatTensor) &&
+              offsetof(TensorBox, size) == offsetof(THFloatTensor, size) &&
+              offsetof(TensorBox, stride) == offsetof(THFloatTensor, stride) &&
+              offsetof(TensorBox, nDimension) == offsetof(THFloatTensor, nDimension) &&
+              offsetof(TensorBox, storageOffset) == offsetof(THFloatTensor, storageOffset));
+static_assert(sizeof(StorageBox) == sizeof(THFloatStorage) &&
+              offsetof(StorageBox, data) == offsetof(THFloatStorage, data) &&
+              offsetof(StorageBox, size) == offsetof(THFloatStorage, size));
+
 AtenTensorHandle handle(const void* t) {
-  return reinterpret_cast<AtenTensorHandle>(const_cast<void*>(t));
+  return static_cast<const TensorBox*>(t)->tensor;  // a StorageBox's tensor is first too
 }
 
 void check(AOTITorchError err, const char* what) {
@@ -54,6 +80,19 @@ int64_t numel(const void* t) {
   int64_t n;
   check(aoti_torch_get_numel(handle(t), &n), "numel");
   return n;
+}
+
+// A tensor handle's fields, from its tensor: after anything that may change
+// its shape, strides or offset.
+void refresh(const void* t) {
+  auto* box = static_cast<TensorBox*>(const_cast<void*>(t));
+  int64_t d, offset;
+  check(aoti_torch_get_sizes(box->tensor, &box->size), "sizes");
+  check(aoti_torch_get_strides(box->tensor, &box->stride), "strides");
+  check(aoti_torch_get_dim(box->tensor, &d), "dim");
+  check(aoti_torch_get_storage_offset(box->tensor, &offset), "storage offset");
+  box->nDimension = static_cast<int>(d);
+  box->storageOffset = offset;
 }
 
 // size or stride of `dim`, with TH's bounds check.
@@ -88,6 +127,7 @@ void resize(void* t, std::vector<int64_t> shape, const char* fn) {
                            torch::stable::detail::from(std::nullopt)};
   check(torch_call_dispatcher("aten::resize_", "", stack, TORCH_ABI_VERSION), "aten::resize_");
   torch::stable::detail::to<torch::stable::Tensor>(stack[0]);  // drops the returned reference
+  refresh(t);
 }
 
 template <class Real>
@@ -112,6 +152,21 @@ Real from_double(double v) {
 
 using torch::stable::Tensor;
 
+// A handle for a tensor of this file's own, for the helpers that take
+// handles; it lives as long as the box and the tensor.
+TensorBox box_of(const Tensor& t) {
+  TensorBox box{t.get(), nullptr, nullptr, 0, 0};
+  refresh(&box);
+  return box;
+}
+
+// The sizes of a tensor (not a handle).
+std::vector<int64_t> sizes(const Tensor& t) {
+  int64_t* values;
+  check(aoti_torch_get_sizes(t.get(), &values), "sizes");
+  return std::vector<int64_t>(values, values + t.dim());
+}
+
 // ---- handles TH code makes, with TH's reference counts
 //
 // A handle is an AtenTensorHandle. Those an extension function was called
@@ -121,19 +176,43 @@ using torch::stable::Tensor;
 struct Count {
   long refs;
   bool owned;
+  bool storage;  // a StorageBox, else a TensorBox
 };
 std::mutex registry_mutex;
 std::unordered_map<const void*, Count> registry;
 // storages handed out during the current extension call, released at its end
 // unless retained (kernforge_legacy::CallScope)
 thread_local std::vector<const void*> call_storages;
+// the boxes of the current call's tensor arguments (deque: they do not move)
+thread_local std::deque<TensorBox> call_boxes;
 
-void* hand_out(const Tensor& t, long refs = 1) {
+// A new box of the handle's kind for t (a new reference), kept in the registry.
+void* hand_out(const Tensor& t, long refs, bool storage) {
   AtenTensorHandle h;
   check(aoti_torch_new_tensor_handle(t.get(), &h), "new tensor handle");
+  void* box;
+  if (storage) {
+    void* data;
+    int64_t n;
+    check(aoti_torch_get_data_ptr(h, &data), "storage data");
+    check(aoti_torch_get_numel(h, &n), "storage size");
+    box = new StorageBox{h, data, n};
+  } else {
+    box = new TensorBox{h, nullptr, nullptr, 0, 0};
+    refresh(box);
+  }
   std::lock_guard<std::mutex> lock(registry_mutex);
-  registry[h] = {refs, true};
-  return h;
+  registry[box] = {refs, true, storage};
+  return box;
+}
+
+// Deletes a box hand_out made, with its reference to the tensor.
+void destroy(const void* box, bool storage) {
+  aoti_torch_delete_tensor_object(handle(box));
+  if (storage)
+    delete static_cast<const StorageBox*>(box);
+  else
+    delete static_cast<const TensorBox*>(box);
 }
 
 void retain(const void* h, const char* fn) {
@@ -141,7 +220,8 @@ void retain(const void* h, const char* fn) {
   std::lock_guard<std::mutex> lock(registry_mutex);
   auto it = registry.find(h);
   if (it == registry.end())
-    registry[h] = {2, false};  // the call's own, retained: one reference more than the call's
+    registry[h] = {2, false,
+                   false};  // the call's own, retained: one more reference than the call's
   else
     ++it->second.refs;
 }
@@ -152,9 +232,9 @@ void release(const void* h) {
   auto it = registry.find(h);
   if (it == registry.end()) return;  // the call's own, not retained: the call releases it
   if (--it->second.refs > (it->second.owned ? 0 : 1)) return;
-  const bool owned = it->second.owned;
+  const Count count = it->second;
   registry.erase(it);
-  if (owned) aoti_torch_delete_tensor_object(handle(h));
+  if (count.owned) destroy(h, count.storage);
 }
 
 // The tensor behind a handle, as a new reference of its own.
@@ -175,6 +255,7 @@ Tensor call(const char* name, const char* overload, std::vector<StableIValue> st
 void set(const void* self, const Tensor& src, const char* fn) {
   call("aten::set_", "source_Tensor",
        {torch::stable::detail::from(borrow(self)), torch::stable::detail::from(src)}, fn);
+  refresh(self);
 }
 
 // A 0-dim CPU tensor of v in the category of the handle's type, which keeps
@@ -203,7 +284,7 @@ Tensor scalar_like(const Tensor& like, Real v) {
 
 // r := value, resized as TH did, when value is a new tensor
 void assign(const void* r, const Tensor& value, const char* fn) {
-  resize(const_cast<void*>(r), sizes(value.get()), fn);
+  resize(const_cast<void*>(r), sizes(value), fn);
   Tensor out = borrow(r);
   torch::stable::copy_(out, value);
 }
@@ -274,7 +355,7 @@ void* storage_of(const void* t, const char* fn) {
   if (nbytes == 0) return nullptr;
   const Tensor view =
       view_of(t, {nbytes / static_cast<int64_t>(sizeof(Real))}, {1}, -storage_offset(t), fn);
-  void* h = hand_out(view, 0);
+  void* h = hand_out(view, 0, true);
   call_storages.push_back(h);
   return h;
 }
@@ -492,10 +573,12 @@ void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, double alph
                               column_major_t(b, n, k, ldb, dtype, cuda, fn, batch, sb), d, d + 1)
                         : column_major_t(b, k, n, ldb, dtype, cuda, fn, batch, sb);
   const Tensor c_t = column_major_t(c, m, n, ldc, dtype, cuda, fn, batch, sc);
-  if (batch < 0)
-    addmm_into(c_t.get(), b_t, a_t, beta, alpha, fn);
-  else
+  if (batch < 0) {
+    const TensorBox c_box = box_of(c_t);
+    addmm_into(&c_box, b_t, a_t, beta, alpha, fn);
+  } else {
     baddbmm_into(c_t, b_t, a_t, beta, alpha, fn);
+  }
 }
 
 // y = alpha op(A) x + beta y, as BLAS's gemv (A m x n, column-major)
@@ -574,10 +657,13 @@ void axpy_op(const void* r, const void* t, const void* src, double alpha, double
     const Tensor ac = torch::stable::contiguous(a);
     std::optional<Tensor> bc;
     if (src != nullptr) bc = torch::stable::contiguous(borrow(src));
-    if (bc.has_value() && sizes(bc->get()) != sizes(t))
+    if (bc.has_value() && sizes(*bc) != sizes(t))
       throw std::runtime_error(std::string(fn) + ": sizes do not match");
     const Tensor out = torch::stable::empty_like(ac);
-    if (!one_pass_axpy(out.get(), ac.get(), bc.has_value() ? bc->get() : nullptr, alpha, c, fn))
+    const TensorBox out_box = box_of(out), a_box = box_of(ac);
+    const std::optional<TensorBox> b_box =
+        bc.has_value() ? std::optional(box_of(*bc)) : std::nullopt;
+    if (!one_pass_axpy(&out_box, &a_box, b_box.has_value() ? &*b_box : nullptr, alpha, c, fn))
       throw std::runtime_error(std::string(fn) +
                                ": integer math on CUDA needs the runtime's CUDA kernels, which "
                                "ffi.build() and build_py compile (setup.py's Extension does not)");
@@ -643,8 +729,15 @@ CallScope::~CallScope() {
     auto it = registry.find(h);
     if (it == registry.end() || it->second.refs > 0) continue;  // freed, or retained
     registry.erase(it);
-    aoti_torch_delete_tensor_object(handle(h));
+    destroy(h, true);
   }
+  call_boxes.clear();
+}
+
+void* call_handle(AtenTensorHandle t) {
+  TensorBox& box = call_boxes.emplace_back(TensorBox{t, nullptr, nullptr, 0, 0});
+  refresh(&box);
+  return &box;
 }
 
 }  // namespace kernforge_legacy
@@ -746,7 +839,7 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
 // current CUDA device. NONE is the parameter list of T_new.
 #define KFL_DEFINE_MEMORY_API(T, S, real, dtype, cuda, NONE, ...)                                \
   static T* T##_made(const Tensor& t) {                                                          \
-    return static_cast<T*>(hand_out(t));                                                         \
+    return static_cast<T*>(hand_out(t, 1, false));                                               \
   }                                                                                              \
   T* T##_new(NONE) {                                                                             \
     return T##_made(empty({0}, aoti_torch_dtype_##dtype(), cuda, #T "_new"));                    \

@@ -1,7 +1,7 @@
 /* TH/TH.h: the CPU tensor API of 2017-era torch.utils.ffi extensions (C),
  * over the torch tensors an extension's functions are called with.
  *
- * THFloatTensor, THDoubleTensor, ... are opaque handles to those tensors: a
+ * THFloatTensor, THDoubleTensor, ... are handles to those tensors: a
  * resize, fill or zero through them is seen by the caller in Python. The
  * element type of each handle is TH's `real`: float for THFloatTensor,
  * int64_t (`long` on Linux) for THLongTensor, THHalf for THHalfTensor.
@@ -80,10 +80,24 @@ long kfl_live_handles(void);
   X(Half, THHalfTensor, __VA_ARGS__)     \
   X(BFloat16, THBFloat16Tensor, __VA_ARGS__)
 
+/* A tensor handle holds the torch tensor (kfl_tensor: not for extension
+ * code) and the fields 2017 code read directly: t->size[d] and t->stride[d]
+ * (t->nDimension of each) and t->storageOffset. Every function here that
+ * changes a tensor's shape brings them up to date. Read them; change the
+ * tensor through the functions. */
+#define TH_TENSOR_FIELDS \
+  void* kfl_tensor;      \
+  int64_t* size;         \
+  int64_t* stride;       \
+  int nDimension;        \
+  ptrdiff_t storageOffset;
+
 /* The API of one handle type T, each function taking the variadic
  * arguments first (nothing for TH, the THCState for THC). */
 #define TH_TENSOR_API(T, real, ...)                                                    \
-  typedef struct T T;                                                                  \
+  typedef struct T {                                                                   \
+    TH_TENSOR_FIELDS                                                                   \
+  } T;                                                                                 \
   real* T##_data(__VA_ARGS__ const T* self);                                           \
   ptrdiff_t T##_nElement(__VA_ARGS__ const T* self);                                   \
   int T##_nDimension(__VA_ARGS__ const T* self);                                       \
@@ -106,10 +120,15 @@ long kfl_live_handles(void);
  * type T with storage type S. TH's reference counting: what a _new* function
  * returns is the caller's, to _free; _retain takes one more reference. A
  * storage from T_storage is borrowed from the tensor (NULL when it has none);
- * _retain it to keep it past the extension function's return. NONE is the
+ * _retain it to keep it past the extension function's return. Its fields
+ * s->data and s->size (elements) are those of TH's storages. NONE is the
  * parameter list of a function with no other parameter. */
 #define TH_TENSOR_MEMORY_API(T, S, real, NONE, ...)                                             \
-  typedef struct S S;                                                                           \
+  typedef struct S {                                                                            \
+    void* kfl_tensor;                                                                           \
+    real* data;                                                                                 \
+    ptrdiff_t size;                                                                             \
+  } S;                                                                                          \
   T* T##_new(NONE);                                                                             \
   T* T##_newWithSize1d(__VA_ARGS__ int64_t size0);                                              \
   T* T##_newWithSize2d(__VA_ARGS__ int64_t size0, int64_t size1);                               \

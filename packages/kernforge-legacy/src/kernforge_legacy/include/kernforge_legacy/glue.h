@@ -47,6 +47,10 @@ std::string describe(const torch::stable::Tensor& t);
 [[noreturn]] void bad_argument(const char* fn, int index, const char* param, const char* c_type,
                                const std::string& problem);
 
+// The handle a C function gets for a tensor argument: a box holding t with
+// TH's fields (TH.h), which lives until the call ends (CallScope).
+void* call_handle(AtenTensorHandle t);
+
 // The tensor as the C parameter type T*, once its dtype and device match T.
 template <class T>
 T* tensor_arg(const torch::stable::Tensor& t, const char* fn, int index, const char* param) {
@@ -57,7 +61,7 @@ T* tensor_arg(const torch::stable::Tensor& t, const char* fn, int index, const c
     bad_argument(fn, index, param, Handle<T>::pointer,
                  std::string("expected a ") + Handle<T>::device + " tensor of " + Handle<T>::dtype +
                      ", got a " + describe(t));
-  return reinterpret_cast<T*>(t.get());
+  return static_cast<T*>(call_handle(t.get()));
 }
 
 // A Python int (int64_t) or float (double) as the C parameter type C, if it fits.
@@ -75,7 +79,8 @@ C scalar_arg(V value, const char* fn, int index, const char* param, const char* 
 }
 
 // Lives for one call of an extension function: the storage handles the call
-// borrowed (T_storage) and did not retain are released when it ends.
+// borrowed (T_storage) and did not retain, and its arguments' boxes, are
+// released when it ends.
 class CallScope {
  public:
   CallScope() = default;
