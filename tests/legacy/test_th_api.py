@@ -215,6 +215,30 @@ def test_fields_read_directly_follow_the_tensor(th, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_what_thgeneral_gave_besides_tensors(th, device):
+    # _nDimension of [2, 3] and of an empty tensor (0.4's legacy count, 0;
+    # nDimension counts 1), floor(-2.5) with no math.h included, THMin and
+    # THMax, TH_INDEX_BASE, the sum 1..8 through THAlloc and THRealloc, and
+    # THAlloc(0) giving NULL.
+    info = torch.empty(0, dtype=torch.int64)
+    t, empty = _rand(2, 3, dtype=torch.float32, device=device), torch.empty(0, device=device)
+    assert _fn(th, "general", device)(t, empty, info) == 1
+    assert info.tolist() == [2, 0, 1, -3, 37, 0, 36, 1]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+def test_thc_assert_same_gpu_and_check_warn(th, capfd):
+    a, b = torch.randn(3, device="cuda"), torch.randn(3, device="cuda")
+    assert th.same_gpu_cuda(a, b, 0) == 1
+    assert th.same_gpu_cuda(a, b, 1) == 1  # the warning is printed, nothing raised
+    assert "THCudaCheckWarn FAIL" in capfd.readouterr().err and th.same_gpu_cuda(a, b, 0) == 1
+    if torch.cuda.device_count() > 1:
+        with torch.cuda.device(1), pytest.raises(RuntimeError, match="arguments are located on different"):
+            th.same_gpu_cuda(a, b, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_new_tensors_from_views(th, device):
     src = _rand(3, 4, dtype=torch.float32, seed=16, device=device)
     outs = [torch.empty(0, device=device) for _ in range(4)]

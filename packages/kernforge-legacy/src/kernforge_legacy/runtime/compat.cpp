@@ -12,9 +12,11 @@
 #include <torch/headeronly/util/BFloat16.h>
 #include <torch/headeronly/util/Half.h>
 
+#include <cmath>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -757,6 +759,34 @@ THBFloat16 TH_float2bfloat16(float value) {
   return {torch::headeronly::detail::round_to_nearest_even(value)};
 }
 
+void* THAlloc(ptrdiff_t size) {
+  if (size < 0) throw std::runtime_error("THAlloc: invalid memory size " + std::to_string(size));
+  if (size == 0) return nullptr;
+  void* p = std::malloc(static_cast<size_t>(size));
+  if (!p)
+    throw std::runtime_error("THAlloc: out of memory allocating " + std::to_string(size) +
+                             " bytes");
+  return p;
+}
+void* THRealloc(void* ptr, ptrdiff_t size) {
+  if (size < 0) throw std::runtime_error("THRealloc: invalid memory size " + std::to_string(size));
+  if (size == 0) {
+    std::free(ptr);
+    return nullptr;
+  }
+  void* p = std::realloc(ptr, static_cast<size_t>(size));
+  if (!p)
+    throw std::runtime_error("THRealloc: out of memory allocating " + std::to_string(size) +
+                             " bytes");
+  return p;
+}
+void THFree(void* ptr) {
+  std::free(ptr);
+}
+double THLog1p(const double x) {
+  return std::log1p(x);
+}
+
 long kfl_live_handles(void) {
   std::lock_guard<std::mutex> lock(registry_mutex);
   return static_cast<long>(registry.size());
@@ -793,6 +823,10 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
   }                                                                                        \
   int T##_nDimension(__VA_ARGS__ const T* self) {                                          \
     return static_cast<int>(dim_of(self));                                                 \
+  }                                                                                        \
+  /* 0.4's legacy count: an empty tensor has no dimensions */                              \
+  int T##__nDimension(__VA_ARGS__ const T* self) {                                         \
+    return numel(self) == 0 ? 0 : static_cast<int>(dim_of(self));                          \
   }                                                                                        \
   int64_t T##_size(__VA_ARGS__ const T* self, int dim) {                                   \
     return size_at(self, dim, false, #T "_size");                                          \
@@ -1199,6 +1233,13 @@ void kfl_thc_check(cudaError_t err, const char* file, int line) {
   throw std::runtime_error(std::string("CUDA error: ") + cudaGetErrorName(err) + ": " +
                            cudaGetErrorString(err) + " (" + file + ":" + std::to_string(line) +
                            ")");
+}
+
+void kfl_thc_check_warn(cudaError_t err, const char* file, int line) {
+  if (err == cudaSuccess) return;
+  cudaGetLastError();
+  std::fprintf(stderr, "THCudaCheckWarn FAIL file=%s line=%i error=%i : %s\n", file, line,
+               static_cast<int>(err), cudaGetErrorString(err));
 }
 
 void* kfl_thc_malloc(THCState*, size_t size) {

@@ -14,6 +14,26 @@
 
 #include <stddef.h>
 #include <stdint.h>
+/* what TH/THGeneral.h included, which 2017 code used without including it
+ * (floor, memset, FLT_MAX, printf, ...) */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef __cplusplus
+#define TH_API extern "C"
+#else
+#define TH_API extern
+#endif
+#define TH_INDEX_BASE 0
+#define THInf DBL_MAX
+#define THMin(X, Y) ((X) < (Y) ? (X) : (Y))
+#define THMax(X, Y) ((X) > (Y) ? (X) : (Y))
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +63,13 @@ THBFloat16 TH_float2bfloat16(float value);
 KFL_NORETURN void kfl_th_error(const char* file, int line, const char* fmt, ...) KFL_PRINTF(3, 4);
 void kfl_th_arg_check(const char* file, int line, int condition, int arg, const char* fmt, ...)
     KFL_PRINTF(5, 6);
+
+/* TH's heap: malloc, realloc and free that raise (as THError) when memory
+ * runs out; a size of 0 gives NULL. THLog1p is log1p. */
+void* THAlloc(ptrdiff_t size);
+void* THRealloc(void* ptr, ptrdiff_t size);
+void THFree(void* ptr);
+double THLog1p(const double x);
 
 /* How many handles TH code holds in this extension: those it made (_new*,
  * _storage) and not yet freed, and arguments it retained and not yet freed.
@@ -101,6 +128,7 @@ long kfl_live_handles(void);
   real* T##_data(__VA_ARGS__ const T* self);                                           \
   ptrdiff_t T##_nElement(__VA_ARGS__ const T* self);                                   \
   int T##_nDimension(__VA_ARGS__ const T* self);                                       \
+  int T##__nDimension(__VA_ARGS__ const T* self);                                      \
   int64_t T##_size(__VA_ARGS__ const T* self, int dim);                                \
   int64_t T##_stride(__VA_ARGS__ const T* self, int dim);                              \
   int T##_isContiguous(__VA_ARGS__ const T* self);                                     \

@@ -31,6 +31,18 @@ int THCState_getNumDevices(THCState* state);
 /* THCudaCheck(err): raises a Python RuntimeError naming the CUDA error. */
 void kfl_thc_check(cudaError_t err, const char* file, int line);
 #define THCudaCheck(err) kfl_thc_check((err), __FILE__, __LINE__)
+/* THCudaCheckWarn(err): prints the CUDA error to stderr and goes on. */
+void kfl_thc_check_warn(cudaError_t err, const char* file, int line);
+#define THCudaCheckWarn(err) kfl_thc_check_warn((err), __FILE__, __LINE__)
+/* THCAssertSameGPU(THCudaTensor_checkGPU(state, n, ...)): raises (as
+ * THError) unless the tensors are all on the current device. */
+#define THCAssertSameGPU(expr) \
+  if (!(expr)) THError("arguments are located on different GPUs")
+#ifdef __cplusplus
+#define THC_API extern "C"
+#else
+#define THC_API extern
+#endif
 
 /* Device memory from torch's caching allocator, on the current device and
  * stream. Both historical forms work: `ptr = THCudaMalloc(state, size)` and
