@@ -74,12 +74,52 @@ def test_needs_input_grad_is_per_input_of_forward():
     assert w.grad is not None and x.grad is None
 
 
-def test_an_instance_serves_one_call():
-    fn = ScaledLinear(1.0)
-    args = (torch.randn(2, 2), torch.randn(2, 2), torch.randn(2))
-    fn(*args)
-    with pytest.raises(RuntimeError, match=r"ScaledLinear: this legacy autograd function instance was"):
-        fn(*args)
+def test_an_instance_called_again_keeps_each_calls_state():
+    """Two calls of one instance, then their backwards in reverse order: each
+    backward sees its own forward's state (self.batch, asserted in backward)
+    and gives its own gradients."""
+    fn = ScaledLinear(0.5)
+    gen = torch.Generator().manual_seed(2)
+    calls = []
+    for batch in (3, 5):
+        args = [torch.randn(*s, generator=gen).requires_grad_() for s in ((batch, 2), (4, 2), (4,))]
+        calls.append((args, fn(*args), torch.randn(batch, 4, generator=gen)))
+    for args, out, grad in reversed(calls):
+        refs = [a.detach().clone().requires_grad_() for a in args]
+        out.backward(grad)
+        _reference(*refs, 0.5).backward(grad)
+        for a, r in zip(args, refs, strict=True):
+            close(a.grad, r.grad)
+        assert fn.batch == args[0].shape[0]  # backward ran with its own call's state
+
+
+def test_a_module_calls_its_function_every_step():
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(4, 3))
+            self.bias = torch.nn.Parameter(torch.randn(4))
+            self.fn = ScaledLinear(2.0)  # made once, as 2017 modules did
+
+        def forward(self, x):
+            return self.fn(x, self.weight, self.bias)
+
+    layer = Layer()
+    weight, bias = (p.detach().clone().requires_grad_() for p in (layer.weight, layer.bias))
+    for step in range(3):
+        x = torch.randn(step + 2, 3)
+        layer(x).square().sum().backward()
+        _reference(x, weight, bias, 2.0).square().sum().backward()
+        close(layer.weight.grad, weight.grad)
+        close(layer.bias.grad, bias.grad)
+
+
+def test_gradcheck_of_an_instance():
+    """gradcheck(instance, inputs) calls the one instance many times."""
+    gen = torch.Generator().manual_seed(3)
+    shapes = ((3, 2), (4, 2), (4,))
+    args = [torch.randn(*s, generator=gen, dtype=torch.float64, requires_grad=True) for s in shapes]
+    assert torch.autograd.gradcheck(ScaledLinear(0.75), args)
 
 
 def test_wrong_number_of_gradients_names_the_class():

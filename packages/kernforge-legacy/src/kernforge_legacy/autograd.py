@@ -34,9 +34,15 @@ of the context on ``self``: :meth:`Function.save_for_backward`,
 :attr:`Function.saved_tensors` (also under its old name ``saved_variables``),
 :attr:`Function.needs_input_grad`, :meth:`Function.mark_dirty`,
 :meth:`Function.mark_non_differentiable`. Anything else ``forward`` puts on
-``self`` is there in ``backward``. As in the PyTorch releases that still ran
-such classes, an instance serves one call: a second call raises, since it
-would overwrite what the first saved for its backward.
+``self`` is there in ``backward``.
+
+An instance may be called again, as 2017 code did: a module that makes its
+Function once in ``__init__`` and calls it in every ``forward``, or
+``gradcheck(MyFunction(options), inputs)``, which calls it many times. Each
+call keeps what its ``forward`` left on ``self``, and its ``backward`` runs
+with exactly that: the gradient of every call is its own. (The old autograd
+shared one ``self`` between the calls, so a later call's state overwrote an
+earlier one's before its backward.)
 """
 
 from __future__ import annotations
@@ -55,9 +61,8 @@ class Function:
     also be numbers or None; they get no gradient.
 
     Raises:
-        RuntimeError: when an instance is called a second time, or when
-            ``backward`` returns the wrong number of gradients (naming the
-            class, the count it returned and the count expected).
+        RuntimeError: when ``backward`` returns the wrong number of gradients
+            (naming the class, the count it returned and the count expected).
         TypeError: when called with keyword arguments (2017 functions took
             their options in ``__init__``).
     """
@@ -68,13 +73,6 @@ class Function:
                 f"{type(self).__name__}: a legacy autograd function takes its inputs by position; "
                 f"got keyword arguments {sorted(kwargs)} (pass options to __init__)"
             )
-        if self.__dict__.get("_legacy_called"):
-            raise RuntimeError(
-                f"{type(self).__name__}: this legacy autograd function instance was already called; "
-                "a second call would overwrite what the first saved for its backward. "
-                f"Create one instance per call: {type(self).__name__}(...)(inputs)"
-            )
-        self._legacy_called = True
         return _Bridge.apply(self, *inputs)
 
     # The context's members, as the 2017 Function had them on self.
@@ -113,7 +111,9 @@ class _Bridge(torch.autograd.Function):
     the legacy instance. The instance sees the context only while its forward
     or backward runs: kept on it, the context (which holds the instance and
     the saved tensors) would form a cycle that only the garbage collector
-    frees."""
+    frees. The context keeps a shallow copy of the instance's attributes as
+    its forward left them, which the backward puts back: another call of the
+    same instance in between changes nothing for this one."""
 
     @staticmethod
     def forward(ctx, legacy: Function, *inputs):
@@ -121,13 +121,17 @@ class _Bridge(torch.autograd.Function):
         ctx.n_inputs = len(inputs)
         legacy._legacy_context = ctx
         try:
-            return legacy.forward(*inputs)
+            output = legacy.forward(*inputs)
         finally:
             del legacy._legacy_context
+        ctx.state = dict(legacy.__dict__)
+        return output
 
     @staticmethod
     def backward(ctx, *grad_outputs):
         legacy = ctx.legacy
+        legacy.__dict__.clear()
+        legacy.__dict__.update(ctx.state)
         legacy._legacy_context = ctx
         try:
             grads = legacy.backward(*grad_outputs)
