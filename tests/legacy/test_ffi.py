@@ -130,15 +130,18 @@ def test_my_lib_returns_the_c_result(my_lib, device):
 
 
 def test_my_lib_checks_tensor_types(my_lib):
+    # ArgumentTypeError: a TypeError as cffi raised (and 2018 code caught), and a RuntimeError
     a = torch.randn(3)
     with pytest.raises(
-        RuntimeError,
+        ffi.ArgumentTypeError,
         match=r"my_lib_add_forward: argument 2 \(input2, THFloatTensor\*\): "
         r"expected a cpu tensor of float32, got a cpu tensor of float64",
-    ):
+    ) as raised:
         my_lib.my_lib_add_forward(a, a.double(), a.new())
-    with pytest.raises(RuntimeError, match=r"Expected a value of type 'Tensor' for argument 'input2'"):
+    assert isinstance(raised.value, TypeError) and isinstance(raised.value, RuntimeError)
+    with pytest.raises(TypeError, match=r"Expected a value of type 'Tensor' for argument 'input2'"):
         my_lib.my_lib_add_forward(a, 1.0, a.new())
+    assert my_lib.my_lib_add_forward.__name__ == "my_lib_add_forward"
 
 
 @pytest.mark.cuda
@@ -181,8 +184,10 @@ def test_gather_rows(gather, device):
 def test_gather_errors_raised_in_c(gather, device):
     fn = getattr(gather, "gather_rows_forward" + _suffix(device))
     x, out = torch.randn(5, 3, device=device), torch.empty(0, device=device)
-    with pytest.raises(RuntimeError, match=r"index 7 out of range for 5 rows \(.*gather(_cuda)?\.c:\d+\)"):
+    message = r"index 7 out of range for 5 rows \(.*gather(_cuda)?\.c:\d+\)"
+    with pytest.raises(RuntimeError, match=message) as raised:
         fn(x, torch.tensor([1, 7], dtype=torch.int32, device=device), out)
+    assert type(raised.value) is RuntimeError  # THError's, not taken for an argument error
     with pytest.raises(RuntimeError, match=r"invalid argument 1: input must be 2-D \(.*\.c:\d+\)"):
         fn(x[0], torch.tensor([1], dtype=torch.int32, device=device), out)
     int_type = "THCudaIntTensor" if device == "cuda" else "THIntTensor"
@@ -196,7 +201,7 @@ def test_gather_errors_raised_in_c(gather, device):
 
 
 def test_int_arguments_must_fit_the_c_type(gather):
-    with pytest.raises(RuntimeError, match=r"argument 3 \(num_rows, int\): 1099511627776 does not fit"):
+    with pytest.raises(OverflowError, match=r"argument 3 \(num_rows, int\): 1099511627776 does not fit"):
         gather.gather_rows_backward(
             torch.randn(1, 2), torch.zeros(1, dtype=torch.int32), 2**40, torch.empty(0)
         )
@@ -260,9 +265,9 @@ def test_scalars_in_and_out(probe):
 
 
 def test_const_tensors_are_not_mutable_in_the_schema(probe):
-    schema = str(probe.probe_sum._schema)
+    schema = str(probe.probe_sum.op._schema)
     assert "Tensor t," in schema and "Tensor(a!) t" not in schema
-    assert "Tensor(a!) t" in str(probe.probe_fill._schema)
+    assert "Tensor(a!) t" in str(probe.probe_fill.op._schema)
 
 
 def test_th_error_and_arg_check(probe):

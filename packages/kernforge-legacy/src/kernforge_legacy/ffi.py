@@ -36,7 +36,17 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BuildError", "Extension", "Param", "Prototype", "build_py", "create_extension", "include_dir"]
+__all__ = [
+    "ArgumentOverflowError",
+    "ArgumentTypeError",
+    "BuildError",
+    "Extension",
+    "Param",
+    "Prototype",
+    "build_py",
+    "create_extension",
+    "include_dir",
+]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -55,6 +65,48 @@ def include_dir() -> str:
 
 class BuildError(RuntimeError):
     """The compiler or linker failed; the message carries their output."""
+
+
+class ArgumentTypeError(TypeError, RuntimeError):
+    """An extension function called with an argument of the wrong type: a
+    tensor of another dtype or device than its C parameter takes, or a Python
+    value where a tensor goes. A TypeError, which the cffi wrappers raised
+    then and 2018 code caught (DCNv2's test.py falls back from its float64
+    gradient check on one), and a RuntimeError, which torch ops raise."""
+
+
+class ArgumentOverflowError(OverflowError, RuntimeError):
+    """An extension function called with an int that its C parameter cannot
+    hold: an OverflowError, as cffi raised, and a RuntimeError."""
+
+
+_ARGUMENT_ERRORS = (
+    (re.compile(r"^\w+: argument \d+ \([^)]*\): expected a "), ArgumentTypeError),
+    (re.compile(r"Expected a value of type '[^']*' for argument"), ArgumentTypeError),
+    (re.compile(r"^\w+: argument \d+ \([^)]*\): -?\d+ does not fit"), ArgumentOverflowError),
+)
+
+
+def legacy_function(op, name: str):
+    """The Python function an extension module exports for the op of the C
+    function `name` (the op is its ``.op``): the op, with its argument errors raised as
+    :class:`ArgumentTypeError` or :class:`ArgumentOverflowError` (each also a
+    RuntimeError); what the C code raises (THError, ...) passes unchanged."""
+
+    def call(*args, **kwargs):
+        try:
+            return op(*args, **kwargs)
+        except RuntimeError as e:
+            text = str(e)
+            for pattern, error in _ARGUMENT_ERRORS:
+                if pattern.search(text):
+                    raise error(text) from None
+            raise
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"{op._schema}"
+    call.op = op  # the torch op itself (opcheck, torch.compile, its schema)
+    return call
 
 
 # C parameter and return types an extension function may use, and what the
@@ -340,6 +392,7 @@ class Extension:
             "from importlib.machinery import EXTENSION_SUFFIXES as _SUFFIXES",
             "",
             "import torch as _torch",
+            "from kernforge_legacy.ffi import legacy_function as _legacy_function",
             "",
             "# built by .build() as _NAME.so, or by setuptools (distutils_extension()) as _NAME<suffix>",
             "_here = _os.path.dirname(__file__)",
@@ -348,7 +401,7 @@ class Extension:
             "_torch.ops.load_library(next((p for p in _paths if _os.path.exists(p)), _paths[0]))",
             f"_ops = getattr(_torch.ops, {ns!r})",
             "",
-            *(f"{n} = _ops.{n}.default" for n in names),
+            *(f"{n} = _legacy_function(_ops.{n}.default, {n!r})" for n in names),
             "",
             f"__all__ = {names!r}",
         ]
@@ -369,7 +422,7 @@ class Extension:
         link = ["-Wl,--no-undefined", f"-L{torch_root / 'lib'}", "-lc10", "-ltorch_cpu", "-ltorch"]
         cxx_extra = [f"-I{torch_root / 'include'}", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"]
         if self.with_cuda:
-            cuda_home = Path(_nvcc()).resolve().parents[1]
+            cuda_home = _cuda_home()
             defines.append("-DKERNFORGE_LEGACY_WITH_CUDA")
             includes.append(f"-I{cuda_home / 'include'}")
             cxx_extra.append("-DUSE_CUDA")
@@ -635,6 +688,31 @@ def _require_cuda() -> None:
         raise RuntimeError(
             "create_extension(with_cuda=True): nvcc was not found (set CUDA_HOME, or put nvcc on PATH)"
         )
+
+
+def _cuda_home() -> Path:
+    """The CUDA toolkit: the first of $CUDA_HOME, $CUDA_PATH, torch's
+    CUDA_HOME, the folder above nvcc's and /usr/local/cuda that holds
+    include/cuda_runtime_api.h. torch takes the folder above the first nvcc
+    on PATH, which for a wrapper script (/usr/local/bin/nvcc that execs the
+    toolkit's) is /usr/local, without CUDA's headers."""
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    nvcc = shutil.which("nvcc")
+    candidates = [
+        os.environ.get("CUDA_HOME"),
+        os.environ.get("CUDA_PATH"),
+        CUDA_HOME,
+        nvcc and Path(nvcc).resolve().parents[1],
+        "/usr/local/cuda",
+    ]
+    for home in candidates:
+        if home and (Path(home) / "include" / "cuda_runtime_api.h").exists():
+            return Path(home)
+    raise RuntimeError(
+        "create_extension(with_cuda=True): CUDA's headers (include/cuda_runtime_api.h) are in none of "
+        f"{[str(c) for c in candidates if c]}; set CUDA_HOME to the CUDA toolkit"
+    )
 
 
 def _nvcc() -> str | None:
