@@ -32,7 +32,9 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # backward product items a thread). The cooperative grid: S = 256 and a
 # batch of 64 at S = 96, batch groups with a short last group (B = 33,
 # S = 300), several hidden units a block with the last block short
-# (S = 521), one group with the operand staged in chunks (S = 1024). And a
+# (S = 521), one group with the operand staged in chunks (S = 1024); in
+# float the backward takes its rows by bulk copy where S % 4 == 0 (S = 256,
+# 96, 300: with a short last group) and stages them at S = 521, 1024. And a
 # batch above them (cuBLAS per step). No input features (F = 0: the
 # projection is zeros), and a wide input (F = 2100) on one cluster.
 SIZES = [

@@ -41,40 +41,11 @@ constexpr int64_t kClusterWork = int64_t{1} << 16;
 // the phase ends when the last byte has landed, with no cluster barrier and
 // no memory fence on the sender's side. A push may land before the arrival
 // that announces it (the transaction count goes negative meanwhile).
-__device__ inline uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 // The address of the same shared-memory location in block `rank` of the cluster.
 __device__ inline uint32_t in_rank(uint32_t address, uint32_t rank) {
   uint32_t out;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(address), "r"(rank));
   return out;
-}
-
-// The owning block's arrival on its own mbarrier. Its release is to the
-// block alone: the arriving thread wrote nothing that another block reads
-// (the pushes carry their data), and at cluster scope the release stalled
-// that thread a step behind its global stores.
-__device__ inline void expect_bytes(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(
-                   shared_address(bar)),
-               "r"(bytes)
-               : "memory");
-}
-
-// Until the phase of `parity` of the local mbarrier `bar` has completed;
-// the pushes it counted are visible to the thread then.
-__device__ inline void wait_phase(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "retry:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra retry;\n"
-      "}" ::"r"(shared_address(bar)),
-      "r"(parity)
-      : "memory");
 }
 
 // Sets up the two mbarriers (thread 0) and announces the first exchange of

@@ -3,7 +3,8 @@
 // block owns the hidden units [j0, j0 + J) of the batch rows [r0, r0 + R)
 // and keeps its units' slice of W_h in shared memory (as float) for the whole
 // sequence; per step it reads its rows of the previous h (or d_gates) from
-// L2, computes its units' part of the recurrent product and their gate math,
+// L2 (the backward's float rows in one bulk copy, with no thread's work),
+// computes its units' part of the recurrent product and their gate math,
 // writes them, and the grid synchronizes once (a cooperative launch keeps
 // every block resident). Splitting the batch over groups of blocks cuts what
 // each block reads per step, at the price of a larger W slice a block.
@@ -41,6 +42,87 @@ __device__ inline float load_l2(const T* p) {
     const unsigned short bits = __ldcg(reinterpret_cast<const unsigned short*>(p));
     return static_cast<float>(T(bits, T::from_bits()));
   }
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// mbarriers (compute capability 9.0 and up). A phase completes when its
+// arrivals have come and every byte they announced has landed: pushes from
+// the other blocks of a cluster (lltm_sequence_cluster.cuh), or a bulk copy.
+__device__ inline uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// The block's own arrival on its mbarrier, announcing `bytes`. Its release
+// is to the block alone: the announced data comes with the pushes or copies
+// themselves, and at cluster scope the release stalled the arriving thread
+// a step behind its global stores.
+__device__ inline void expect_bytes(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(
+                   shared_address(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+// Until the phase of `parity` of the local mbarrier `bar` has completed;
+// the bytes it counted are visible to the thread then.
+__device__ inline void wait_phase(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "retry:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra retry;\n"
+      "}" ::"r"(shared_address(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) of
+// global memory into the block's shared memory with the bulk-copy engine,
+// completing them on the local mbarrier `bar`. The proxy fence puts what
+// other blocks stored before a grid synchronization (generic proxy) ahead
+// of the copy's reads (async proxy).
+__device__ inline void bulk_load(void* to, const void* from, uint32_t bytes, uint64_t* bar) {
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(shared_address(to)),
+      "l"(from), "r"(bytes), "r"(shared_address(bar))
+      : "memory");
+}
+#endif
+
+// Whether the code being compiled can make bulk copies (compute capability 9.0 and up).
+__device__ constexpr bool has_bulk_copy() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  return true;
+#else
+  return false;
+#endif
+}
+
+// Thread 0 sets up the block's mbarrier for bulk copies, one arrival a phase.
+__device__ inline void init_bulk_barrier(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bar)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+#endif
+}
+
+// `bytes` of global memory at `from` in shared memory at `to`, by one bulk
+// copy that thread 0 starts, completing phase `parity` of `bar`; every
+// thread waits for it (has_bulk_copy() only).
+__device__ inline void bulk_stage(float* to, const void* from, uint32_t bytes, uint64_t* bar,
+                                  uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) {
+    expect_bytes(bar, bytes);
+    bulk_load(to, from, bytes, bar);
+  }
+  wait_phase(bar, parity);
+#endif
 }
 
 // The shape of the work of one block. K is the reduction length of the
@@ -174,6 +256,29 @@ __device__ inline void recurrent_product(const float* ws, float* vt, const scala
     accumulate<G>(ws, vt, k0, n, batch, p, it, acc);
   }
   reduce_lanes<G>(p, acc);
+}
+
+// acc[0][r] = sum_k ws[j kp + k] vr[(b0 + r) K + k] over k < K for the
+// thread's item (j, b0), reduced over the item's lanes: the backward's
+// product from float rows as they lie in memory (vr [rows, padded with
+// zeros to kRows][K]), four values of K a load. K and kp are multiples of 4.
+__device__ inline void row_product(const float* ws, const float* vr, int K, int rows, const Plan& p,
+                                   const Item& it, float (&acc)[1][kRows]) {
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[0][r] = 0.0f;
+  if (it.b0 < rows) {
+    const float* w = ws + it.j * p.kp;
+    const float* v = vr + static_cast<int64_t>(it.b0) * K;
+    for (int k = 4 * it.lane; k < K; k += 4 * p.lanes) {
+      const float4 wk = *reinterpret_cast<const float4*>(w + k);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        const float4 h = *reinterpret_cast<const float4*>(v + r * K + k);
+        acc[0][r] += wk.x * h.x + wk.y * h.y + wk.z * h.z + wk.w * h.w;
+      }
+    }
+  }
+  reduce_lanes<1>(p, acc);
 }
 
 template <class scalar_t>
@@ -375,11 +480,24 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
   const int J = p.units, B = a.batch, S = a.S, RB = p.rows;
   const int j0 = blockIdx.x % p.unit_groups * J, units = min(J, S - j0);
   const int r0 = blockIdx.x / p.unit_groups * RB, R = min(RB, B - r0);
-  float* ws = reinterpret_cast<float*>(smem4);  // [J][kp]: W_h's columns, transposed
-  float* vt = ws + p.ws;                        // [chunk][stride]
-  float* dh = vt + p.chunk * p.stride;          // [J][RB]
-  float* dc = dh + J * RB;                      // [J][RB]
+  float* ws = reinterpret_cast<float*>(smem4);               // [J][kp]: W_h's columns, transposed
+  float* vt = ws + p.ws;                                     // [chunk][stride]
+  float* dh = vt + p.chunk * p.stride;                       // [J][RB]
+  float* dc = dh + J * RB;                                   // [J][RB]
+  uint64_t* bar = reinterpret_cast<uint64_t*>(dc + J * RB);  // completes the bulk copies
+  // Float rows of d_gates, whole, 16-byte aligned: each step's R rows come
+  // in one bulk copy, as they lie in memory (vt as [R][3S]); else staged
+  // (converted and transposed by the threads, in chunks).
+  const bool bulk = has_bulk_copy() && std::is_same_v<scalar_t, float> && p.chunk == 3 * S &&
+                    S % 4 == 0 && p.kp % 4 == 0 && reinterpret_cast<uintptr_t>(a.d_gates) % 16 == 0;
   load_backward_weights(ws, a.W, a.ldw, S, j0, units, p);
+  if (bulk) {
+    // The rows up to the next multiple of kRows stay zero.
+    for (int idx = R * 3 * S + threadIdx.x; idx < (R + kRows - 1) / kRows * kRows * 3 * S;
+         idx += blockDim.x)
+      vt[idx] = 0.0f;
+    init_bulk_barrier(bar);
+  }
   for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units;
     dh[j * RB + b] = step_grad_output(a, a.T - 1, r0 + b, j0 + j);
@@ -414,8 +532,13 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
         if (b0 + r < R) go[r] = step_grad_output(a, t - 1, r0 + b0 + r, j0 + jt);
     grid.sync();
     float acc[1][kRows];
-    const scalar_t* d_gates = a.d_gates + static_cast<int64_t>(t) * B * 3 * S;
-    recurrent_product<1>(ws, vt, d_gates + r0 * 3 * S, 3 * S, 3 * S, R, p, it, acc);
+    const scalar_t* d_gates = a.d_gates + (static_cast<int64_t>(t) * B + r0) * 3 * S;
+    if (bulk) {
+      bulk_stage(vt, d_gates, 4u * R * 3 * S, bar, (a.T - 1 - t) & 1);
+      row_product(ws, vt, 3 * S, R, p, it, acc);
+    } else {
+      recurrent_product<1>(ws, vt, d_gates, 3 * S, 3 * S, R, p, it, acc);
+    }
     if (lane == 0 && jt < units)
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
@@ -456,9 +579,10 @@ inline bool layout(int64_t J, int64_t rows, int64_t K, bool backward, Plan& p) {
   return true;
 }
 
-// Floats of a block's per-unit state: pre and c forward, dh and dc backward.
+// Floats of a block's per-unit state: pre and c forward; dh and dc backward,
+// and the mbarrier of its bulk copies (16 bytes).
 inline int64_t state_floats(const Plan& p, bool backward) {
-  return (backward ? 2 : 4) * static_cast<int64_t>(p.units) * p.rows;
+  return (backward ? 2 : 4) * static_cast<int64_t>(p.units) * p.rows + (backward ? 4 : 0);
 }
 
 // The plan for a direction (K = S forward, 3S backward), or blocks = 0
