@@ -203,6 +203,26 @@ def test_batch_first(device):
     close(c_n, r_c)
 
 
+def test_inputs_at_a_storage_offset(device):
+    # Views one element into their storage (a slice of a longer sequence, a
+    # layer of a stacked state).
+    gen = torch.Generator().manual_seed(79)
+    ins = _inputs(9, 16, 32, 128, torch.float32, device, gen)
+    shifted = [torch.empty(t.numel() + 1, device=device)[1:].view(t.shape).copy_(t) for t in ins]
+    refs = [t.double().requires_grad_() for t in ins]
+    r_out, (r_h, r_c) = reference.lltm_sequence(*refs)
+    grads = [random(t.shape, torch.float32, device, gen) for t in (r_out, r_h, r_c)]
+    torch.autograd.backward((r_out, r_h, r_c), [g.double() for g in grads])
+    for given in (ins, shifted):
+        ours = [t.detach().requires_grad_() for t in given]
+        out, (h_n, c_n) = kernforge.lltm_sequence(*ours)
+        for o, r in ((out, r_out), (h_n, r_h), (c_n, r_c)):
+            close(o, r.float(), **TOL[torch.float32])
+        torch.autograd.backward((out, h_n, c_n), grads)
+        for o, r in zip(ours, refs, strict=True):
+            close(o.grad, r.grad.float(), **TOL[torch.float32])
+
+
 def test_zero_state_by_default(device):
     gen = torch.Generator().manual_seed(73)
     x, W, b, h0, c0 = _inputs(4, 3, 2, 5, torch.float64, device, gen)

@@ -94,12 +94,14 @@ inline ScalarType cell_dtype(ScalarType t) {
 
 namespace seq {
 
-// A view of `base` (no dispatcher call): sizes and strides in elements.
+// A view of `base` (no dispatcher call): sizes and strides in elements,
+// starting `offset` elements past where base starts (the shim adds the
+// offset to base's own).
 inline Tensor view(const Tensor& base, int64_t offset, std::array<int64_t, 2> sizes,
                    std::array<int64_t, 2> strides) {
   AtenTensorHandle out = nullptr;
-  if (aoti_torch__reinterpret_tensor(base.get(), 2, sizes.data(), strides.data(),
-                                     base.storage_offset() + offset, &out) != AOTI_TORCH_SUCCESS)
+  if (aoti_torch__reinterpret_tensor(base.get(), 2, sizes.data(), strides.data(), offset, &out) !=
+      AOTI_TORCH_SUCCESS)
     throw std::runtime_error("kernforge::lltm_sequence: could not make a view");
   return Tensor(out);
 }
