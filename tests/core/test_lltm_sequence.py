@@ -36,12 +36,18 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # float the backward takes its rows by bulk copy where S % 4 == 0 (S = 256,
 # 96, 300: with a short last group) and stages them at S = 521, 1024. And a
 # batch above them (cuBLAS per step). No input features (F = 0: the
-# projection is zeros), and a wide input (F = 2100) on one cluster.
+# projection is zeros), and a wide input (F = 2100) on one cluster. In
+# float the cluster multiplies x itself where F % 4 == 0 and F <= 64: one
+# step at F = 64, two steps, an odd number of steps at the benchmark's
+# (16, 32, 128) and B = 33.
 SIZES = [
     (1, 2, 3, 4),
     (5, 4, 0, 12),
     (8, 16, 2100, 64),
     (7, 5, 3, 9),
+    (1, 3, 64, 16),
+    (2, 6, 8, 12),
+    (9, 16, 32, 128),
     (16, 33, 20, 40),
     (6, 64, 5, 64),
     (3, 8, 4, 256),
@@ -205,7 +211,9 @@ def test_batch_first(device):
 
 def test_inputs_at_a_storage_offset(device):
     # Views one element into their storage (a slice of a longer sequence, a
-    # layer of a stacked state).
+    # layer of a stacked state). On CUDA a 16-byte aligned float x of
+    # F % 4 == 0 is multiplied inside the cluster kernel; the shifted x goes
+    # through the host's GEMM instead.
     gen = torch.Generator().manual_seed(79)
     ins = _inputs(9, 16, 32, 128, torch.float32, device, gen)
     shifted = [torch.empty(t.numel() + 1, device=device)[1:].view(t.shape).copy_(t) for t in ins]

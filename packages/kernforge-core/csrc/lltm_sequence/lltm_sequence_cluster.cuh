@@ -6,7 +6,8 @@
 // memory, st.async) and each block waits on its own mbarrier until the bytes
 // it expects have landed, so a step makes no round trip to L2 and needs no
 // barrier across blocks.
-//   forward,  step t:  pre = P_t + b + h_{t-1} W_h^T   (its 3J columns, h_{t-1} local)
+//   forward,  step t:  pre = P_t + b + h_{t-1} W_h^T   (its 3J columns, h_{t-1} local;
+//                                                        P_t = x_t W_x^T, or made here)
 //                      -> gates_t, c_t, h_t; h_t to every block
 //   backward, step t:  d_gates_t, d_c from g_t, d_c     (its J units)
 //                      d_gates_t W_h over its 3J rows: a partial g_{t-1} of every unit,
@@ -92,6 +93,31 @@ __device__ inline void push(const float* from, int n, int blocks, int self, cons
 }
 #endif
 
+// acc[g][r] += sum_k ws[(g J + j) kp + S + k] xt[b0 + r][k] over k < F for
+// the thread's item (j, b0), each lane of the item taking every lanes-th k:
+// x_t's part of the forward product, from x_t as it lies in memory ([B][F],
+// padded with zero rows to a multiple of kRows).
+__device__ inline void accumulate_input(const float* ws, int S, const float* xt, int F, int batch,
+                                        const Plan& p, const Item& it, float (&acc)[3][kRows]) {
+  if (it.b0 >= batch) return;
+  for (int k = it.lane; k < F; k += p.lanes) {
+    float v[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) v[r] = xt[(it.b0 + r) * F + k];
+#pragma unroll
+    for (int g = 0; g < 3; ++g) {
+      const float w = ws[(g * p.units + it.j) * p.kp + S + k];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) acc[g][r] += w * v[r];
+    }
+  }
+}
+
+// With plan.features = F (float only), the forward multiplies x by W_x
+// itself and the host makes no GEMM for P: the block keeps its 3J whole rows
+// of W (K = S + F), each x_t [B, F] comes into shared memory by one bulk copy
+// two steps ahead, and each thread accumulates its item's share of x_{t+1}'s
+// product while step t's pushes land, so that step t + 1 adds only h_t's.
 template <class scalar_t>
 __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const ForwardArgs<scalar_t> a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -100,16 +126,34 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
   const cg::cluster_group cluster = cg::this_cluster();
   const Plan& p = a.plan;
   const int J = p.units, B = a.batch, S = a.S, T = a.T;
+  const int F = std::is_same_v<scalar_t, float> ? p.features : 0;
   const int rank = static_cast<int>(cluster.block_rank());
   const int j0 = rank * J, units = min(J, S - j0);
+  const int padded = (B + kRows - 1) / kRows * kRows;
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem4);  // [2]: buffer t & 1 receives h_{t-1}
-  float* ws = reinterpret_cast<float*>(smem4 + 1);      // [3J][kp]
+  float* ws = reinterpret_cast<float*>(smem4 + 1);      // [3J][kp]: W_h's rows, W_x's after (F > 0)
   float* hb = ws + p.ws;                                // [2][S][stride]: h_{t-1}, transposed
   float* pre = hb + 2 * S * p.stride;                   // [3][J][B]
+  float* xb = pre + state_floats(p, false);             // F > 0: [2][padded][F], buffer t & 1 x_t
+  uint64_t* xbars = reinterpret_cast<uint64_t*>(xb + 2 * padded * F);  // F > 0: [2], x_t on t & 1
   // h_t arrives in buffer (t + 1) & 1 during step t, for t < T - 1.
-  const uint32_t bytes = 4u * (S - units) * p.stride;
+  const uint32_t bytes = 4u * (S - units) * p.stride, x_bytes = 4u * B * F;
   init_exchange(bars, bytes, T > 2, T > 1);
-  load_forward_weights(ws, a.W, a.ldw, S, j0, units, p);
+  const auto load_x = [&](int t) {  // thread 0: x_t into buffer t & 1
+    expect_bytes(xbars + (t & 1), x_bytes);
+    bulk_load(xb + (t & 1) * padded * F, a.x + static_cast<int64_t>(t) * B * F, x_bytes,
+              xbars + (t & 1));
+  };
+  if (F > 0) {
+    init_bulk_barrier(xbars);
+    init_bulk_barrier(xbars + 1);
+    if (threadIdx.x == 0)
+      for (int t = 0; t < min(T, 2); ++t) load_x(t);
+    // the padding rows of both buffers, which no copy writes
+    for (int idx = threadIdx.x; idx < (padded - B) * F; idx += blockDim.x)
+      xb[B * F + idx] = xb[(padded + B) * F + idx] = 0.0f;
+  }
+  load_forward_weights(ws, a.W, a.ldw, S + F, S, j0, units, p);
   // h0 (null: zeros) into buffer 0; both buffers' padding rows (b >= B) zero for good.
   for (int idx = threadIdx.x; idx < S * p.stride; idx += blockDim.x) {
     const int k = idx / p.stride, b = idx - k * p.stride;
@@ -119,20 +163,25 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
   const Item it = item_of(p);
   const int lane = it.lane, jt = it.j, b0 = it.b0;
   // One element (b, j) a thread (the plan makes sure), j fastest, its cell
-  // in a register; its next input loads while the pushes land.
+  // in a register; its next input loads while the pushes land (F > 0: its
+  // bias, once).
   const bool owner = static_cast<int>(threadIdx.x) < units * B;
   const int ob = threadIdx.x / units, oj = threadIdx.x % units;
   float c = owner && a.c0 ? a.c0[ob * S + j0 + oj] : 0.0f;
   StepInput<scalar_t> in{};
   if (owner) step_input(a, 0, ob, j0 + oj, in);
+  float acc[3][kRows] = {};
   cluster.sync();  // every block runs, its mbarriers set up, before any pushes into it
+  if (F > 0) {
+    wait_phase(xbars, 0);
+    accumulate_input(ws, S, xb, F, B, p, it, acc);
+  }
   for (int t = 0; t < T; ++t) {
     if (t > 0) {
       // h_{t-1} has landed; buffer t & 1 next receives h_{t+1}.
       wait_phase(bars + (t & 1), ((t - 1) >> 1) & 1);
       if (threadIdx.x == 0 && t + 2 < T) expect_bytes(bars + (t & 1), bytes);
     }
-    float acc[3][kRows] = {};
     accumulate<3>(ws, hb + (t & 1) * S * p.stride, 0, S, B, p, it, acc);
     reduce_lanes<3>(p, acc);
     if (lane == 0 && b0 < B)
@@ -141,7 +190,8 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
           if (b0 + r < B) pre[(g * J + jt) * B + b0 + r] = acc[g][r];
-    __syncthreads();  // pre is complete, buffer t & 1 read
+    __syncthreads();  // pre is complete, buffer t & 1 and x buffer t & 1 read
+    if (F > 0 && threadIdx.x == 0 && t + 2 < T) load_x(t + 2);
     const bool send = t + 1 < T;
     float* next = hb + ((t + 1) & 1) * S * p.stride;
     ForwardElement e{};
@@ -151,9 +201,17 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
       c = e.c;
       next[(j0 + oj) * p.stride + ob] = e.h;
     }
+#pragma unroll
+    for (int g = 0; g < 3; ++g)
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) acc[g][r] = 0.0f;
     if (send) {
       __syncthreads();  // the block's rows of h_t are complete, pre read
       push(next + j0 * p.stride, units * p.stride, p.blocks, rank, bars + ((t + 1) & 1));
+      if (F > 0) {
+        wait_phase(xbars + ((t + 1) & 1), ((t + 1) >> 1) & 1);
+        accumulate_input(ws, S, xb + ((t + 1) & 1) * padded * F, F, B, p, it, acc);
+      }
     }
     if (owner) {
       store_forward(a, t, ob, j0 + oj, e);
@@ -193,7 +251,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t bytes = 16u * blocks * units * quads;
   init_exchange(bars, bytes, sends(T - 1) && ((T - 1) & 1) == 0 || sends(T - 2) && (T & 1) == 0,
                 sends(T - 1) && ((T - 1) & 1) == 1 || sends(T - 2) && (T & 1) == 1);
-  load_forward_weights(ws, a.W, a.ldw, S, j0, units, p);
+  load_forward_weights(ws, a.W, a.ldw, S, S, j0, units, p);
   for (int idx = threadIdx.x; idx < 3 * J * RB; idx += blockDim.x) dl[idx] = 0.0f;
   // The thread's product items: unit s, rows [b0, b0 + 4), the block that
   // owns s, and where the item lands in that block's buffer.
@@ -333,24 +391,33 @@ int max_cluster(int32_t device) {
 // direction, or blocks = 0 where it does not apply (no cluster, a batch above
 // kMaxBatch, more work a block than kClusterWork, more elements than
 // threads or backward product items than kMaxItems a thread, or more shared
-// memory than a block has: W's slice and two receive buffers).
-inline Plan cluster_plan(int64_t batch, int64_t S, bool backward, int max_blocks, int32_t device) {
+// memory than a block has: W's slice and two receive buffers). The forward
+// multiplies x by W_x itself (plan.features = features) where `features`
+// is not 0 and the whole rows of W (K = S + F) and two buffers of x_t fit.
+inline Plan cluster_plan(int64_t batch, int64_t S, bool backward, int max_blocks, int32_t device,
+                         int64_t features = 0) {
   if (max_blocks < 2 || batch > kMaxBatch || S == 0 || batch == 0) return {};
   const int64_t J = (S + max_blocks - 1) / max_blocks;
   if (batch * 3 * S * J > kClusterWork || batch * J > kThreads) return {};
   if (backward && S * ((batch + 3) / 4) > kMaxItems * kThreads) return {};
-  Plan p;
-  // Both directions keep the block's 3J rows of W_h (K = S).
-  if (!layout(J, batch, S, false, p)) return {};
-  p.unit_groups = p.blocks = static_cast<int>((S + J - 1) / J);
-  p.chunk = static_cast<int>(S);
-  // the two mbarriers, W's slice, then forward: the two buffers of h and
-  // the state; backward: the two buffers of partials and d_gates
-  p.smem =
-      static_cast<size_t>(16 + 4 * (p.ws + (backward ? (2 * p.blocks * J + 3 * J) * p.stride
-                                                     : 2 * S * p.stride + state_floats(p, false))));
-  if (p.smem > static_cast<size_t>(max_shared_bytes(device))) return {};
-  return p;
+  const auto limit = static_cast<size_t>(max_shared_bytes(device));
+  for (const int64_t F : {backward ? 0 : features, int64_t{0}}) {
+    Plan p;
+    // The block's 3J rows of W_h (K = S), or of W (K = S + F).
+    if (!layout(J, batch, S + F, false, p)) return {};
+    p.unit_groups = p.blocks = static_cast<int>((S + J - 1) / J);
+    p.chunk = static_cast<int>(S);
+    p.features = static_cast<int>(F);
+    // the two mbarriers, W's slice, then forward: the two buffers of h, the
+    // state and (F > 0) two buffers of x_t and their mbarriers; backward: the
+    // two buffers of partials and d_gates
+    const int64_t x = F > 0 ? 2 * ((batch + kRows - 1) / kRows * kRows) * F + 4 : 0;
+    p.smem = static_cast<size_t>(
+        16 + 4 * (p.ws + (backward ? (2 * p.blocks * J + 3 * J) * p.stride
+                                   : 2 * S * p.stride + state_floats(p, false) + x)));
+    if (p.smem <= limit) return p;
+  }
+  return {};
 }
 
 template <auto Kernel, class Args>

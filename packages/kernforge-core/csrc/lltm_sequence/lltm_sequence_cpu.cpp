@@ -40,6 +40,7 @@ struct CpuSequence {
   }
 
   // The CPU steps: per step, the GEMM and the row pass use both cores.
+  static bool projects_input(const SeqRecurrence&) { return false; }
   static bool recurrence(const SeqRecurrence&) { return false; }
   static SeqRan recurrence(const SeqRecurrenceBackward&) { return {}; }
 

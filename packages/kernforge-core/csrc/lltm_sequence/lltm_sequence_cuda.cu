@@ -85,11 +85,13 @@ struct CudaSequence {
 
   // One cluster where the sequence is small enough (lltm_sequence_cluster.cuh),
   // else the grid of lltm_sequence_persistent.cuh, else none: stepping.
-  // make(plan, cluster) gives the kernel's arguments.
+  // make(plan, cluster) gives the kernel's arguments; the cluster forward
+  // multiplies x itself where `features` is not 0 and it fits.
   template <auto ClusterKernel, auto GridKernel, class Make>
-  static Ran run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device) {
+  static Ran run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device,
+                 int64_t features = 0) {
     cuda_seq::Plan plan = cuda_seq::cluster_plan(
-        batch, state, backward, cuda_seq::max_cluster<ClusterKernel>(device), device);
+        batch, state, backward, cuda_seq::max_cluster<ClusterKernel>(device), device, features);
     if (plan.blocks > 0) {
       cuda_seq::launch_cluster<ClusterKernel>(make(plan, true), device);
       return Ran::cluster;
@@ -100,6 +102,25 @@ struct CudaSequence {
     return Ran::grid;
   }
 
+  // The F that the cluster forward may multiply by W_x itself (float x, F a
+  // multiple of 4 up to kFusedFeatures, 16-byte aligned), else 0. A thread's
+  // share of x_t's product must hide behind the step's exchange (at F = 32
+  // it added 2 to 4 us to 64 steps' 135).
+  static constexpr int64_t kFusedFeatures = 64;
+  static int64_t fusable(const SeqRecurrence& r) {
+    const bool fits = r.dtype == ScalarType::Float && r.features > 0 && r.features % 4 == 0 &&
+                      r.features <= kFusedFeatures && reinterpret_cast<uintptr_t>(r.x) % 16 == 0;
+    return fits ? r.features : 0;
+  }
+
+  // Whether recurrence(r) multiplies x by W_x itself (the driver then makes no P).
+  static bool projects_input(const SeqRecurrence& r) {
+    if (fusable(r) == 0) return false;
+    const int blocks = cuda_seq::max_cluster<cuda_seq::cluster_forward_kernel<float>>(r.device);
+    return cuda_seq::cluster_plan(r.batch, r.state, false, blocks, r.device, fusable(r)).features >
+           0;
+  }
+
   static bool recurrence(const SeqRecurrence& r) {
     bool ran = false;
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
@@ -107,16 +128,24 @@ struct CudaSequence {
       if constexpr (!std::is_same_v<scalar_t, double>) {
         const auto make = [&](const cuda_seq::Plan& plan, bool) {
           return cuda_seq::ForwardArgs<scalar_t>{
-              static_cast<const scalar_t*>(r.P), static_cast<const scalar_t*>(r.bias),
-              static_cast<const scalar_t*>(r.W), static_cast<const scalar_t*>(r.h0),
-              static_cast<const float*>(r.c0),   static_cast<scalar_t*>(r.gates),
-              static_cast<scalar_t*>(r.output),  static_cast<scalar_t*>(r.c_n),
-              static_cast<float*>(r.cells),      r.ldw,
-              static_cast<int>(r.steps),         static_cast<int>(r.batch),
-              static_cast<int>(r.state),         plan};
+              plan.features > 0 ? nullptr : static_cast<const scalar_t*>(r.P),
+              static_cast<const scalar_t*>(r.x),
+              static_cast<const scalar_t*>(r.bias),
+              static_cast<const scalar_t*>(r.W),
+              static_cast<const scalar_t*>(r.h0),
+              static_cast<const float*>(r.c0),
+              static_cast<scalar_t*>(r.gates),
+              static_cast<scalar_t*>(r.output),
+              static_cast<scalar_t*>(r.c_n),
+              static_cast<float*>(r.cells),
+              r.ldw,
+              static_cast<int>(r.steps),
+              static_cast<int>(r.batch),
+              static_cast<int>(r.state),
+              plan};
         };
         ran = run<cuda_seq::cluster_forward_kernel<scalar_t>, cuda_seq::forward_kernel<scalar_t>>(
-                  make, r.batch, r.state, false, r.device) != Ran::none;
+                  make, r.batch, r.state, false, r.device, fusable(r)) != Ran::none;
       }
     });
     return ran;

@@ -57,7 +57,8 @@ struct SeqStepBackward {
 
 // The whole recurrence in one call, where the backend has a kernel for the
 // shape (it returns false otherwise and the driver steps as above). Forward:
-// P [T, B, 3S] = x W_x^T, bias, W [3S, ldw] (W_h its first S columns), h0,
+// P [T, B, 3S] = x W_x^T (unless projects_input: then x [T, B, F] is read
+// instead and P left unwritten), bias, W [3S, ldw] (W_h its first S columns), h0,
 // c0 (cell type; either null: zeros) -> gates, cells, output. Backward: grad_output [T, B, S]
 // (of any strides, in elements: autograd's gradient of output.sum() is one
 // value expanded) and grad_cn [B, S] (either may be null: zero), gates,
@@ -65,9 +66,9 @@ struct SeqStepBackward {
 // and d_b [3S] (which the backend may leave to the driver: SeqRan). The
 // forward also writes c_n [B, S] in the input dtype. All else contiguous.
 struct SeqRecurrence {
-  const void *P, *bias, *W, *h0, *c0;
+  const void *P, *x, *bias, *W, *h0, *c0;
   void *gates, *cells, *output, *c_n;
-  int64_t ldw, steps, batch, state;
+  int64_t ldw, features, steps, batch, state;
   ScalarType dtype;
   int32_t device;
 };
@@ -212,7 +213,8 @@ inline void check_backward(const Tensor* grad_output, const Tensor* grad_cn, con
 // [T, B, 3S] activated, cells [T, B, S] every step's c in the cell type).
 // Backend: Guard, kGatesOverPre, addmm(out, self, a, b, beta) (out = beta * self + a b),
 // step(const SeqStep&), step_backward(const SeqStepBackward&),
-// recurrence(const SeqRecurrence&), recurrence(const SeqRecurrenceBackward&).
+// projects_input(const SeqRecurrence&), recurrence(const SeqRecurrence&),
+// recurrence(const SeqRecurrenceBackward&).
 template <class Backend>
 std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x, const Tensor& W,
                                                                  const Tensor& b,
@@ -240,10 +242,6 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
   // the backend's gate passes read an element's three values of pre_t before
   // they write its gates (Backend::kGatesOverPre), P is gates' storage.
   Tensor P = Backend::kGatesOverPre ? seq::rows(gates, 0, T * B, 3 * S) : empty(x, {T * B, 3 * S});
-  if (F > 0)
-    Backend::addmm(P, P, seq::rows(xc, 0, T * B, F), seq::columns_t(W, S, F), 0.0);
-  else
-    torch::stable::zero_(P);
   const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
   const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
   auto* P_ptr = static_cast<char*>(P.data_ptr());
@@ -251,9 +249,19 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x
   auto* cells_ptr = static_cast<char*>(cells.data_ptr());
   auto* out_ptr = static_cast<char*>(output.data_ptr());
   const Tensor Wc = detail::contiguous(W);
-  const bool whole = Backend::recurrence(
-      SeqRecurrence{P_ptr, bc.data_ptr(), Wc.data_ptr(), h0_ptr, c0_ptr, gates_ptr, cells_ptr,
-                    out_ptr, c_n.data_ptr(), S + F, T, B, S, dtype, x.get_device_index()});
+  const SeqRecurrence recurrence{
+      P_ptr,     xc.data_ptr(), bc.data_ptr(),       Wc.data_ptr(), h0_ptr, c0_ptr, gates_ptr,
+      cells_ptr, out_ptr,       c_n.data_ptr(),      S + F,         F,      T,      B,
+      S,         dtype,         x.get_device_index()};
+  // The recurrence may multiply x by W_x itself: then no GEMM makes P.
+  const bool projected = Backend::projects_input(recurrence);
+  if (F > 0 && !projected)
+    Backend::addmm(P, P, seq::rows(xc, 0, T * B, F), seq::columns_t(W, S, F), 0.0);
+  else if (F == 0)
+    torch::stable::zero_(P);
+  const bool whole = Backend::recurrence(recurrence);
+  if (projected && !whole)
+    throw std::runtime_error("kernforge::lltm_sequence: the recurrence did not run as planned");
   for (int64_t t = 0; t < T && !whole; ++t) {
     const Tensor P_t = seq::rows(P, t * B, B, 3 * S);
     if (t > 0 || h0_ptr)

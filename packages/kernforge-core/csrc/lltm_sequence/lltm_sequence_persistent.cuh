@@ -135,8 +135,9 @@ struct Plan {
   int lanes = 0;              // threads that share one (unit, 4 rows) item: a power of 2
   int chunk = 0, stride = 0;  // staged operand: chunk values of K, stride floats per value
   int kp = 0;
-  int ws = 0;       // floats of the W slice, a multiple of 4 (float4 alignment after it)
-  size_t smem = 0;  // bytes
+  int ws = 0;        // floats of the W slice, a multiple of 4 (float4 alignment after it)
+  int features = 0;  // cluster forward: F where it multiplies x by W_x itself (0: P is given)
+  size_t smem = 0;   // bytes
 };
 
 // Four values of K at once (16-bit types: 8 bytes, float: 16), through L2.
@@ -283,9 +284,11 @@ __device__ inline void row_product(const float* ws, const float* vr, int K, int 
 
 template <class scalar_t>
 struct ForwardArgs {
-  const scalar_t *P, *bias, *W, *h0;  // P [T, B, 3S] = x W_x^T; W [3S, ldw]; h0 null: zeros
-  const float* c0;                    // null: zeros
-  scalar_t *gates, *output, *c_n;     // c_n [B, S]: the last step's cell
+  // P [T, B, 3S] = x W_x^T, or null and x [T, B, F] where plan.features =
+  // F; W [3S, ldw]; h0 null: zeros
+  const scalar_t *P, *x, *bias, *W, *h0;
+  const float* c0;                 // null: zeros
+  scalar_t *gates, *output, *c_n;  // c_n [B, S]: the last step's cell
   float* cells;
   int64_t ldw;
   int T, batch, S;
@@ -308,13 +311,14 @@ struct BackwardArgs {
 // What the grid and the cluster kernels share: the W slices a block keeps,
 // and one element (batch row b, hidden unit s) of a step's gate pass.
 
-// ws[(g J + j) kp + k] = W[g S + j0 + j][k] (k < S): the forward's 3J rows of W_h.
+// ws[(g J + j) kp + k] = W[g S + j0 + j][k] (k < K): the forward's 3J rows
+// of W_h (K = S), or of W (K = S + F).
 template <class scalar_t>
-__device__ inline void load_forward_weights(float* ws, const scalar_t* W, int64_t ldw, int S,
+__device__ inline void load_forward_weights(float* ws, const scalar_t* W, int64_t ldw, int K, int S,
                                             int j0, int units, const Plan& p) {
   const int J = p.units;
-  for (int idx = threadIdx.x; idx < 3 * J * S; idx += blockDim.x) {
-    const int row = idx / S, k = idx - row * S, g = row / J, j = row - g * J;
+  for (int idx = threadIdx.x; idx < 3 * J * K; idx += blockDim.x) {
+    const int row = idx / K, k = idx - row * K, g = row / J, j = row - g * J;
     ws[row * p.kp + k] = j < units ? static_cast<float>(W[(g * S + j0 + j) * ldw + k]) : 0.0f;
   }
 }
@@ -341,13 +345,14 @@ struct StepInput {
   }
 };
 
+// (A null P: the kernel multiplies x itself, and the input is the bias.)
 template <class scalar_t>
 __device__ inline void step_input(const ForwardArgs<scalar_t>& a, int t, int b, int s,
                                   StepInput<scalar_t>& in) {
-  const scalar_t* P = a.P + (static_cast<int64_t>(t) * a.batch + b) * 3 * a.S;
 #pragma unroll
   for (int g = 0; g < 3; ++g) {
-    in.P[g] = P[g * a.S + s];
+    in.P[g] =
+        a.P ? a.P[(static_cast<int64_t>(t) * a.batch + b) * 3 * a.S + g * a.S + s] : scalar_t(0);
     in.bias[g] = a.bias[g * a.S + s];
   }
 }
@@ -433,7 +438,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
   float* vt = ws + p.ws;                        // [chunk][stride]
   float* pre = vt + p.chunk * p.stride;         // [3][J][RB]
   float* c = pre + 3 * J * RB;                  // [J][RB]
-  load_forward_weights(ws, a.W, a.ldw, S, j0, units, p);
+  load_forward_weights(ws, a.W, a.ldw, S, S, j0, units, p);
   for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units;
     c[j * RB + b] = a.c0 ? a.c0[(r0 + b) * S + j0 + j] : 0.0f;
@@ -581,7 +586,7 @@ inline bool layout(int64_t J, int64_t rows, int64_t K, bool backward, Plan& p) {
 
 // Floats of a block's per-unit state: pre and c forward; dh and dc backward,
 // and the mbarrier of its bulk copies (16 bytes).
-inline int64_t state_floats(const Plan& p, bool backward) {
+__host__ __device__ inline int64_t state_floats(const Plan& p, bool backward) {
   return (backward ? 2 : 4) * static_cast<int64_t>(p.units) * p.rows + (backward ? 4 : 0);
 }
 
