@@ -464,41 +464,57 @@ def lltm_sequence(
         step's. T = 0 gives an empty output and ``(h0, c0)``.
 
     Gradients flow to x, weight, bias, h0 and c0, each computed only when it
-    is needed. The input projection of all T steps is one GEMM; each step
-    runs the recurrent GEMM and one fused gate pass; the backward's d_x, d_W
-    and d_b are one GEMM or reduction each over all steps.
+    is needed. The input projection of all T steps is one GEMM (on CUDA,
+    small float sequences with up to 64 features make it inside their
+    recurrent kernel); each step runs the recurrent GEMM and one fused gate
+    pass; the backward's d_x, d_W and d_b are one GEMM or reduction each over
+    all steps.
 
     Raises:
         RuntimeError: naming the argument, for wrong ranks or sizes, or mixed
             dtypes or devices, before any kernel runs.
         TypeError: naming the argument, for one that is not a tensor.
     """
-    for name, t in (("x", x), ("weight", weight), ("bias", bias), ("h0", h0), ("c0", c0)):
-        if t is not None and not isinstance(t, Tensor):
-            raise TypeError(f"kernforge::lltm_sequence: {name} must be a Tensor, got {type(t).__name__}")
+    # Bound by the host at small sizes: each check here is a few hundred ns,
+    # and the op's C++ checks the rest with the arguments' names.
+    if not (
+        isinstance(x, Tensor)
+        and isinstance(weight, Tensor)
+        and isinstance(bias, Tensor)
+        and (h0 is None or isinstance(h0, Tensor))
+        and (c0 is None or isinstance(c0, Tensor))
+    ):
+        for name, t in (("x", x), ("weight", weight), ("bias", bias), ("h0", h0), ("c0", c0)):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"kernforge::lltm_sequence: {name} must be a Tensor, got {type(t).__name__}")
     if x.dim() != 3:
         _checks.fail("lltm_sequence", "x must be 3-D", x=x)
     if weight.dim() != 2 or weight.shape[0] % 3:
         _checks.fail("lltm_sequence", "weight must be 2-D with 3 * hidden_size rows", weight=weight)
     xs = x.transpose(0, 1) if batch_first else x
-    batch, state = xs.shape[1], weight.shape[0] // 3
-    if torch.is_autocast_enabled(xs.device.type):
+    if torch._C._is_any_autocast_enabled() and torch.is_autocast_enabled(xs.device.type):
         dtype = torch.get_autocast_dtype(xs.device.type)
         xs, weight, bias, h0, c0 = (None if t is None else t.to(dtype) for t in (xs, weight, bias, h0, c0))
     if xs.shape[0] == 0:
+        batch, state = xs.shape[1], weight.shape[0] // 3
         _checks.lltm_sequence(xs, weight, bias, h0, c0, steps=False)
         output = xs.new_empty((0, batch, state))
         h0 = xs.new_zeros((batch, state)) if h0 is None else h0
         c0 = xs.new_zeros((batch, state)) if c0 is None else c0
         return (output.transpose(0, 1) if batch_first else output), (h0, c0)
     # An absent h0 or c0 goes to the op as None: zeros, with no tensor made.
-    args = (xs, weight, bias, h0, c0)
-    state_args = {name: t for name, t in (("h0", h0), ("c0", c0)) if t is not None}
-    if _needs_autograd("lltm_sequence", x=xs, weight=weight, bias=bias, **state_args):
-        output, c_n, _, _ = _with_autograd("lltm_sequence_forward", *args)
+    grad = torch.is_grad_enabled() and (
+        xs.requires_grad
+        or weight.requires_grad
+        or bias.requires_grad
+        or (h0 is not None and h0.requires_grad)
+        or (c0 is not None and c0.requires_grad)
+    )
+    if grad or torch.compiler.is_compiling():
+        output, c_n, _, _ = _with_autograd("lltm_sequence_forward", xs, weight, bias, h0, c0)
     else:
         with _below_autograd():
-            output, c_n, _, _ = _ops.lltm_sequence_forward.default(*args)
+            output, c_n, _, _ = _ops.lltm_sequence_forward.default(xs, weight, bias, h0, c0)
     h_n = output[-1]
     return (output.transpose(0, 1) if batch_first else output), (h_n, c_n)
 

@@ -196,13 +196,17 @@ class LLTMSequence(nn.Module):
         The reverse direction runs over x flipped in time: a sequence of its own
         length, as the packed path hands it here."""
         h_n, c_n = [], []
+        params = self._parameters
         for k in range(self.num_layers):
             if k > 0 and self.dropout > 0 and self.training:
                 x = nn.functional.dropout(x, self.dropout, training=True)
             outputs = []
             for suffix in self._suffixes():
                 i = len(h_n)
-                weight, bias = getattr(self, f"weight_l{k}{suffix}"), getattr(self, f"bias_l{k}{suffix}")
+                # Straight from the parameter dict (getattr costs a host-bound
+                # small layer microseconds), else as a parametrization makes it.
+                names = (f"weight_l{k}{suffix}", f"bias_l{k}{suffix}")
+                weight, bias = (params[n] if n in params else getattr(self, n) for n in names)
                 if bias is None:
                     bias = weight.new_zeros(weight.shape[:1])
                 reverse = suffix == "_reverse"
@@ -250,8 +254,9 @@ class LLTMSequence(nn.Module):
     def _forward(self, fn, input, hx):
         if isinstance(input, nn.utils.rnn.PackedSequence):
             return self._forward_packed(fn, input, hx)
-        batched = input.dim() == 3
-        if input.dim() not in (2, 3):
+        dim = input.dim()
+        batched = dim == 3
+        if dim not in (2, 3):
             raise ValueError(f"LLTMSequence: input must be 2-D (unbatched) or 3-D, got {list(input.shape)}")
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
