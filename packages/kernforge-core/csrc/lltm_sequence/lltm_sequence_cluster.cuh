@@ -163,8 +163,8 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
   const Item it = item_of(p);
   const int lane = it.lane, jt = it.j, b0 = it.b0;
   // One element (b, j) a thread (the plan makes sure), j fastest, its cell
-  // in a register; its next input loads while the pushes land (F > 0: its
-  // bias, once).
+  // in a register; its next input (F > 0: the bias alone) loads while the
+  // pushes land.
   const bool owner = static_cast<int>(threadIdx.x) < units * B;
   const int ob = threadIdx.x / units, oj = threadIdx.x % units;
   float c = owner && a.c0 ? a.c0[ob * S + j0 + oj] : 0.0f;
