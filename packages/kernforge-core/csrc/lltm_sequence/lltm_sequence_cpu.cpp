@@ -43,6 +43,7 @@ struct CpuSequence {
   static bool projects_input(const SeqRecurrence&) { return false; }
   static bool recurrence(const SeqRecurrence&) { return false; }
   static SeqRan recurrence(const SeqRecurrenceBackward&) { return {}; }
+  static bool sums(const SeqGrads&) { return false; }
 
   // The row pass adds each chunk's d_gates into column sums; the sequence
   // takes d_b from one product over all steps instead, so these are scratch.

@@ -5,7 +5,8 @@
 // (lltm_sequence_persistent.cuh); otherwise cuBLAS GEMMs
 // (torch's addmm into views, through the C shim) and, per step, one forward
 // gate kernel (below) or the cell's backward gate kernel
-// (lltm/lltm_cuda_gates.cuh).
+// (lltm/lltm_cuda_gates.cuh). The backward's sums over all steps (d_W, d_b,
+// d_x) are one kernel of lltm_sequence_grads.cuh at small sizes, else cuBLAS.
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_cuda.h>
 #include <torch/csrc/stable/library.h>
 
@@ -16,6 +17,7 @@
 #include "common/elementwise_cuda.cuh"
 #include "lltm/lltm_cuda_gates.cuh"
 #include "lltm_sequence/lltm_sequence_cluster.cuh"
+#include "lltm_sequence/lltm_sequence_grads.cuh"
 #include "lltm_sequence/lltm_sequence_math.h"
 
 namespace kernforge {
@@ -183,6 +185,23 @@ struct CudaSequence {
       }
     });
     return ran;
+  }
+
+  // One launch in place of three or four cuBLAS calls, where the products are small.
+  static bool sums(const SeqGrads& g) {
+    if (!cuda_seq::weight_grads_fit(g.steps * g.batch, g.state, g.features)) return false;
+    dispatch<Dtypes::Floating>(g.dtype, [&](auto tag) {
+      using scalar_t = typename decltype(tag)::type;
+      cuda_seq::launch_weight_grads(
+          cuda_seq::GradsArgs<scalar_t>{
+              static_cast<const scalar_t*>(g.d_gates), static_cast<const scalar_t*>(g.h0),
+              static_cast<const scalar_t*>(g.output), static_cast<const scalar_t*>(g.x),
+              static_cast<const scalar_t*>(g.W), static_cast<scalar_t*>(g.d_W),
+              static_cast<scalar_t*>(g.d_b), static_cast<scalar_t*>(g.d_x), g.steps * g.batch,
+              g.batch, g.state, g.features, g.ldw},
+          g.device);
+    });
+    return true;
   }
 
   static void step_backward(const SeqStepBackward& p) {

@@ -88,6 +88,20 @@ struct SeqRan {
   bool whole = false, bias = false;
 };
 
+// The backward's sums over all T * B rows in one backend call, where the
+// backend has a kernel for the size (else it returns false and the driver
+// makes the GEMMs): d_W [3S, S + F] = d_gates^T [h_{t-1} | x_t], d_b [3S] =
+// d_gates^T 1, d_x [T, B, F] = d_gates W_x. Each output may be null (not
+// asked for); h0 null is zeros. All contiguous: d_gates [T, B, 3S], h0
+// [B, S], output [T, B, S], x [T, B, F], W [3S, ldw].
+struct SeqGrads {
+  const void *d_gates, *h0, *output, *x, *W;
+  void *d_W, *d_b, *d_x;
+  int64_t ldw, steps, batch, features, state;
+  ScalarType dtype;
+  int32_t device;
+};
+
 // The cell state's dtype: float for half and bfloat16, else the dtype.
 inline ScalarType cell_dtype(ScalarType t) {
   return t == ScalarType::Half || t == ScalarType::BFloat16 ? ScalarType::Float : t;
@@ -214,7 +228,7 @@ inline void check_backward(const Tensor* grad_output, const Tensor* grad_cn, con
 // Backend: Guard, kGatesOverPre, addmm(out, self, a, b, beta) (out = beta * self + a b),
 // step(const SeqStep&), step_backward(const SeqStepBackward&),
 // projects_input(const SeqRecurrence&), recurrence(const SeqRecurrence&),
-// recurrence(const SeqRecurrenceBackward&).
+// recurrence(const SeqRecurrenceBackward&), sums(const SeqGrads&).
 template <class Backend>
 std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x, const Tensor& W,
                                                                  const Tensor& b,
@@ -356,35 +370,42 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
       Backend::addmm(dh, dh, seq::rows(d_gates, t * B, B, 3 * S), W_h, 0.0);
     }
   }
-  // The GEMMs over all T * B rows, through the C shim into their outputs.
+  // The sums over all T * B rows: one backend call where it has a kernel for
+  // the size, else GEMMs through the C shim into the outputs.
   const Tensor d_x = need_x ? empty(x, {T, B, F}) : empty(x, {0});
-  if (need_x) {
-    if (F > 0)
-      Backend::addmm(seq::rows(d_x, 0, T * B, F), seq::rows(d_x, 0, T * B, F), d_gates,
-                     seq::view(W, S * W.stride(1), {3 * S, F}, {W.stride(0), W.stride(1)}), 0.0);
-  }
+  const Tensor d_W = need_W ? empty(x, {3 * S, S + F}) : empty(x, {0});
+  const bool need_sum_b = need_b && !ran.bias;
+  const Tensor xc = detail::contiguous(x), outc = detail::contiguous(output);
+  const Tensor h0c = h0 ? detail::contiguous(*h0) : Tensor();
+  const bool summed =
+      (need_x || need_W || need_sum_b) &&
+      Backend::sums(SeqGrads{
+          d_gates.data_ptr(), h0 ? h0c.data_ptr() : nullptr, outc.data_ptr(), xc.data_ptr(),
+          Wc.data_ptr(), need_W ? d_W.data_ptr() : nullptr, need_sum_b ? d_b.data_ptr() : nullptr,
+          need_x ? d_x.data_ptr() : nullptr, S + F, T, B, F, S, dtype, x.get_device_index()});
+  if (need_x && F > 0 && !summed)
+    Backend::addmm(seq::rows(d_x, 0, T * B, F), seq::rows(d_x, 0, T * B, F), d_gates,
+                   seq::view(W, S * W.stride(1), {3 * S, F}, {W.stride(0), W.stride(1)}), 0.0);
   const auto t_rows = [&](int64_t r0, int64_t n) {  // rows [r0, r0 + n) of d_gates, transposed
     return seq::view(d_gates, r0 * 3 * S, {3 * S, n}, {1, 3 * S});
   };
-  const Tensor d_W = need_W ? empty(x, {3 * S, S + F}) : empty(x, {0});
-  if (need_W) {
+  if (need_W && !summed) {
     // d_W = d_gates^T [h_{t-1}, x_t], by column block (no [T * B, S + F]
     // copy of the inputs): the h block from h0 (step 0; none for zeros) and
     // output (steps 1..T-1), the x block from x.
     Tensor dW_h = seq::view(d_W, 0, {3 * S, S}, {S + F, 1});
-    if (h0) Backend::addmm(dW_h, dW_h, t_rows(0, B), detail::contiguous(*h0), 0.0);
+    if (h0) Backend::addmm(dW_h, dW_h, t_rows(0, B), h0c, 0.0);
     if (T > 1)
-      Backend::addmm(dW_h, dW_h, t_rows(B, (T - 1) * B),
-                     seq::rows(detail::contiguous(output), 0, (T - 1) * B, S), h0 ? 1.0 : 0.0);
+      Backend::addmm(dW_h, dW_h, t_rows(B, (T - 1) * B), seq::rows(outc, 0, (T - 1) * B, S),
+                     h0 ? 1.0 : 0.0);
     else if (!h0)
       torch::stable::zero_(dW_h);
     if (F > 0) {
       const Tensor dW_x = seq::view(d_W, S, {3 * S, F}, {S + F, 1});
-      Backend::addmm(dW_x, dW_x, t_rows(0, T * B), seq::rows(detail::contiguous(x), 0, T * B, F),
-                     0.0);
+      Backend::addmm(dW_x, dW_x, t_rows(0, T * B), seq::rows(xc, 0, T * B, F), 0.0);
     }
   }
-  if (need_b && !ran.bias) {
+  if (need_sum_b && !summed) {
     // A [1, T * B] x [T * B, 3S] product: a sum over dim 0 of a CUDA tensor
     // stages its partial results in a buffer (48 MiB at T * B = 4096, 3S =
     // 1536) larger than the whole saved sequence of a bfloat16 layer.
