@@ -444,8 +444,11 @@ def bench(session: nox.Session) -> None:
     """Benchmarks on the GPU when there is one, else on the CPU; prints the
     table of speedups and writes the report (benchmarks/report.py: markdown
     and PNG plots, named after the device) beside the run's JSON in
-    bench-results/. Fails on a >10% median regression against
-    benchmarks/baselines/<device>.json when that file exists.
+    bench-results/. Fails when a case's fastest round is >10% slower than in
+    benchmarks/baselines/<device>.json (when that file exists): the minimum,
+    not the median, because a burst of interference on a shared host moves
+    a median by 30% without any change in the code, and a real regression
+    moves every round.
     `-- --save-baseline` writes that file from this run; `-- --publish` copies
     the run's JSON to benchmarks/results/<device>.json, which the docs'
     performance page is built from."""
@@ -473,7 +476,7 @@ def bench(session: nox.Session) -> None:
     baseline = ROOT / "benchmarks" / "baselines" / f"{device}.json"
     compare = []
     if baseline.exists() and not save_baseline:
-        compare = [f"--benchmark-compare={baseline}", "--benchmark-compare-fail=median:10%"]
+        compare = [f"--benchmark-compare={baseline}", "--benchmark-compare-fail=min:10%"]
     else:
         session.log(f"no baseline for {device} ({baseline.relative_to(ROOT)}): nothing to compare against")
     session.env["PYTHONPATH"] = os.pathsep.join(
