@@ -468,7 +468,7 @@ def lltm_sequence(
     small float sequences with up to 64 features make it inside their
     recurrent kernel); each step runs the recurrent GEMM and one fused gate
     pass; the backward's d_x, d_W and d_b are one GEMM or reduction each over
-    all steps.
+    all steps (on CUDA, for small sequences, all three in one kernel).
 
     Raises:
         RuntimeError: naming the argument, for wrong ranks or sizes, or mixed
