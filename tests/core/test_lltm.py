@@ -188,6 +188,22 @@ def test_gradients_only_where_needed(device, needs):
     assert gemms == ("x" in needs or "h" in needs) + ("W" in needs)
 
 
+def test_double_backward_raises(device):
+    # First derivatives with create_graph=True equal the reference's; a second
+    # backward through the op raises instead of returning zeros.
+    gen = torch.Generator().manual_seed(53)
+    ins = [t.requires_grad_() for t in _inputs(5, 7, 3, torch.float64, gen, device)]
+    refs = [t.detach().clone().requires_grad_() for t in ins]
+    h, c = kernforge.lltm(*ins)
+    rh, rc = reference.lltm(*refs)
+    grads = torch.autograd.grad((h * h).sum() + c.sum(), ins, create_graph=True)
+    want = torch.autograd.grad((rh * rh).sum() + rc.sum(), refs)
+    for g, r in zip(grads, want, strict=True):
+        close(g, r, **TOL[torch.float64])
+    with pytest.raises(NotImplementedError, match="kernforge::lltm: double backward is not implemented"):
+        sum(g.sum() for g in grads).backward()
+
+
 @pytest.mark.parametrize("size", [(300, 8, 256), (8200, 2, 256)], ids=str)
 def test_cpu_bias_gradient_is_the_same_for_any_thread_count(size):
     # The CPU backward adds d_b up per chunk of rows, then over the chunks in

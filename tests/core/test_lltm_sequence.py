@@ -116,6 +116,22 @@ def test_gradcheck(device, size):
     assert torch.autograd.gradcheck(run, ins)
 
 
+def test_double_backward_raises(device):
+    # First derivatives with create_graph=True equal the reference's; a second
+    # backward through the op raises instead of returning zeros.
+    gen = torch.Generator().manual_seed(64)
+    ins = [t.requires_grad_() for t in _inputs(4, 3, 2, 5, torch.float64, device, gen)]
+    refs = [t.detach().clone().requires_grad_() for t in ins]
+    out, (_, c_n) = kernforge.lltm_sequence(*ins)
+    r_out, (_, r_c) = reference.lltm_sequence(*refs)
+    grads = torch.autograd.grad((out * out).sum() + c_n.sum(), ins, create_graph=True)
+    want = torch.autograd.grad((r_out * r_out).sum() + r_c.sum(), refs)
+    for g, r in zip(grads, want, strict=True):
+        close(g, r, **TOL[torch.float64])
+    with pytest.raises(NotImplementedError, match="kernforge::lltm_sequence: double backward is not"):
+        sum(g.sum() for g in grads).backward()
+
+
 @pytest.mark.parametrize("used", ["output", "h_n", "c_n"])
 def test_one_output_used(device, used):
     # The backward takes absent gradients (None) for what was not used.

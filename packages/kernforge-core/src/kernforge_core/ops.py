@@ -2,8 +2,9 @@
 ``torch.compile`` and tracing) and autograd formulas. The schemas live in
 ``csrc/registration.cpp``; the kernels in ``csrc/<op>/``.
 
-Every backward runs on kernforge's own kernels, and every backward op has an
-autograd formula of its own, so double backward works where the math allows.
+Every backward runs on kernforge's own kernels. The pointwise ops' backward
+ops have autograd formulas of their own, so double backward works where the
+math allows; the LLTM's backward ops raise on a second backward.
 The pointwise ops and their backward ops also have a formula in torch
 operations, which ``torch.compile`` fuses with the work around them in place
 of the kernel (:mod:`kernforge_core.fusion`); eager calls run the kernels.
@@ -82,6 +83,33 @@ def _register_autograd(name: str, backward, setup_context) -> None:
         {"forward": staticmethod(forward), "backward": staticmethod(backward)},
     )
     _eager_autograd[name] = (function.apply, tuple(a.default_value for a in op._schema.arguments))
+
+
+def _backward_op(name: str, *args):
+    """``kernforge::<name>_backward(*args)`` from an autograd formula whose
+    backward op has no formula of its own (:func:`_no_double_backward`).
+    A first-order backward (grad mode off) calls it below the autograd key,
+    paying no Python layer; one with ``create_graph=True`` through its formula,
+    so that a second backward through it raises instead of returning zeros."""
+    op = getattr(_ops, f"{name}_backward").default
+    if torch.is_grad_enabled():
+        return op(*args)
+    with _below_autograd():
+        return op(*args)
+
+
+def _no_double_backward(name: str) -> None:
+    """Registers, as the autograd formula of ``kernforge::<name>_backward``, an
+    error naming the op: without one, torch runs a second backward through it
+    as if its outputs did not depend on its inputs (zeros, and a warning)."""
+
+    def backward(ctx, *grads):
+        raise NotImplementedError(
+            f"kernforge::{name}: double backward is not implemented (first derivatives are, "
+            f"with create_graph=True too); for second derivatives use kernforge.reference"
+        )
+
+    torch.library.register_autograd(f"kernforge::{name}_backward", backward)
 
 
 # ----------------------------------------------------------------------------- mul
@@ -365,7 +393,9 @@ def lltm(x: Tensor, W: Tensor, b: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor,
         ``(h', c')``, each ``[B, S]``. Differentiable in every input; the
         backward computes only the gradients of the inputs that need them
         (no d_x GEMM when neither x nor h does, only d_h's columns when x
-        does not, no d_W GEMM when W does not).
+        does not, no d_W GEMM when W does not). Once differentiable: a
+        second backward (through gradients taken with ``create_graph=True``)
+        raises NotImplementedError, as cuDNN's RNNs do.
 
     Raises:
         RuntimeError: naming the argument, for wrong ranks or sizes, or mixed
@@ -403,8 +433,8 @@ def _lltm_backward(ctx, grad_h, grad_c, _grad_gates):
         grad_c = torch.zeros_like(c_new)
     # Only the GEMMs whose gradients are asked for run: d_X holds the d_h and
     # d_x column blocks that are.
-    d_X, d_W, d_b, d_c = _ops.lltm_backward.default(
-        grad_h, grad_c, x, W, h, c_new, gates, [need_x, need_W, need_b, need_h]
+    d_X, d_W, d_b, d_c = _backward_op(
+        "lltm", grad_h, grad_c, x, W, h, c_new, gates, [need_x, need_W, need_b, need_h]
     )
     state = h.shape[1] if need_h else 0
     return (
@@ -417,6 +447,7 @@ def _lltm_backward(ctx, grad_h, grad_c, _grad_gates):
 
 
 _register_autograd("lltm_forward", _lltm_backward, _lltm_setup)
+_no_double_backward("lltm")
 
 
 @torch.library.register_fake("kernforge::lltm_backward")
@@ -468,7 +499,9 @@ def lltm_sequence(
     small float sequences with up to 64 features make it inside their
     recurrent kernel); each step runs the recurrent GEMM and one fused gate
     pass; the backward's d_x, d_W and d_b are one GEMM or reduction each over
-    all steps (on CUDA, for small sequences, all three in one kernel).
+    all steps (on CUDA, for small sequences, all three in one kernel). Once
+    differentiable: a second backward raises NotImplementedError, as cuDNN's
+    RNNs do (``kernforge.reference.lltm_sequence`` has second derivatives).
 
     Raises:
         RuntimeError: naming the argument, for wrong ranks or sizes, or mixed
@@ -545,11 +578,12 @@ def _lltm_sequence_setup(ctx, inputs, output):
 
 def _lltm_sequence_backward(ctx, grad_output, grad_cn, _grad_gates, _grad_cells):
     mask = list(ctx.needs_input_grad)
-    grads = _ops.lltm_sequence_backward.default(grad_output, grad_cn, *ctx.saved_tensors, mask)
+    grads = _backward_op("lltm_sequence", grad_output, grad_cn, *ctx.saved_tensors, mask)
     return tuple(g if m else None for g, m in zip(grads, mask, strict=True))
 
 
 _register_autograd("lltm_sequence_forward", _lltm_sequence_backward, _lltm_sequence_setup)
+_no_double_backward("lltm_sequence")
 
 
 @torch.library.register_fake("kernforge::lltm_sequence_backward")
