@@ -329,8 +329,8 @@ def test_cuda_errors_raise(probe):
 
 
 def _write(dir: Path, files: dict[str, str]) -> None:
-    dir.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
+        (dir / name).parent.mkdir(parents=True, exist_ok=True)
         (dir / name).write_text(text)
 
 
@@ -381,6 +381,25 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
         "  THFloatTensor_normall  (called in f.c)\n"
         "other functions, in no source or library of the build:\n"
         "  helper_of_mine  (called in f.c)"
+    )
+
+
+def test_a_header_function_with_cpp_linkage_fails_with_a_message_saying_extern_c(tmp_path, workdir):
+    """The header's functions have C linkage, as under cffi, whose wrapper
+    was C even with language='c++': a .cpp source that defines one without
+    extern "C" leaves it undefined, and the message says so."""
+    _write(tmp_path, {"f.h": "int f(int n);", "f.cpp": "int f(int n) { return n; }\n"})
+    ext = ffi.create_extension(
+        "f", headers="f.h", sources=["f.cpp"], relative_to=str(tmp_path / "build.py"), verbose=False,
+        language="c++",
+    )  # fmt: skip
+    with pytest.raises(ffi.BuildError) as info:
+        ext.build()
+    assert str(info.value) == (
+        "building f failed: functions the code calls are defined nowhere\n"
+        "functions of the headers that no source defines with C linkage (as under "
+        'torch.utils.ffi, a C++ source defines them extern "C"):\n'
+        "  f"
     )
 
 
@@ -533,6 +552,46 @@ def test_distutils_extension_with_pip_install(tmp_path, workdir):
     assert _add_in_new_process("_ext", target) == "1 [2.0, 2.0]"
 
 
+def test_distutils_extension_leaves_out_a_cxx_standard_below_17(tmp_path, workdir, monkeypatch):
+    """warp-ctc's binding passed extra_compile_args=['-std=c++11', '-fPIC',
+    '-std=c99'] with language='c++'. setuptools compiles the generated op
+    source with the same list, so -std=c++11 is left out with a warning (the
+    C++ sources build as C++17), and the rest stays."""
+    project = tmp_path / "project"
+    build = (
+        "from kernforge_legacy.ffi import create_extension\n"
+        "ffi = create_extension('pkg._b', package=True, language='c++', headers=['src/b.h'],\n"
+        "                       sources=['src/b.cpp'], relative_to=__file__, verbose=False,\n"
+        "                       extra_compile_args=['-std=c++11', '-fPIC', '-std=c99'])\n"
+    )
+    _write(
+        project,
+        {
+            "src/b.h": "int count(THFloatTensor *x, int k);",
+            "src/b.cpp": '#include <vector>\n#include "TH.h"\n'
+            'extern "C" int count(THFloatTensor *x, int k) {\n'
+            "  float *p = THFloatTensor_data(x);\n"
+            "  std::vector<float> v(p, p + THFloatTensor_nElement(x));\n"
+            "  return (int)v.size() * k;\n}\n",
+            "build.py": build,
+            "setup.py": "from setuptools import setup\nfrom build import ffi\n"
+            "setup(name='b', version='0.1', packages=['pkg', 'pkg._b'],\n"
+            "      ext_modules=[ffi.distutils_extension()])\n",
+            "pkg/__init__.py": "",
+        },
+    )
+    monkeypatch.chdir(project)
+    spec = importlib.util.spec_from_file_location("fixture_b_build", project / "build.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    with pytest.warns(UserWarning, match=r"pkg\._b: extra_compile_args \['-std=c\+\+11'\] left out"):
+        args = script.ffi.distutils_extension().extra_compile_args
+    assert "-std=c++11" not in args and args[-2:] == ["-fPIC", "-std=c99"]
+    _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], project)
+    code = "import torch\nfrom pkg._b import count\nprint(count(torch.ones(2, 3), 2))"
+    assert _run([sys.executable, "-c", code], project).strip().splitlines()[-1] == "12"
+
+
 def test_distutils_extension_refuses_cuda_sources(tmp_path):
     _write(tmp_path, {"f.h": "int f(int n);", "k.cu": ""})
     ext = ffi.Extension("f", "f.h", [], verbose=False, with_cuda=False, relative_to=str(tmp_path / "b.py"))
@@ -551,8 +610,8 @@ def test_cffi_modules_hook_gets_a_message_saying_what_to_write(tmp_path):
 
 
 def test_language_cpp_and_the_other_setuptools_keywords(tmp_path, workdir):
-    """language='c++': the header's functions are C++ functions of a .cpp
-    source (no extern "C"); undef_macros, depends (a change rebuilds),
+    """language='c++': a .cpp source defines the header's functions
+    extern "C", as under cffi; undef_macros, depends (a change rebuilds),
     runtime_library_dirs, export_symbols, swig_opts, optional and
     py_limited_api are taken."""
     _write(
@@ -560,8 +619,9 @@ def test_language_cpp_and_the_other_setuptools_keywords(tmp_path, workdir):
         {
             "f.h": "int twice(int n);\nint flag(void);\n",
             "f.cpp": "#include <vector>\n"
-            "int twice(int n) { std::vector<int> v(2, n); return v[0] + v[1]; }\n"
-            "#ifdef FLAG\nint flag(void) { return 1; }\n#else\nint flag(void) { return 0; }\n#endif\n",
+            'extern "C" int twice(int n) { std::vector<int> v(2, n); return v[0] + v[1]; }\n'
+            '#ifdef FLAG\nextern "C" int flag(void) { return 1; }\n'
+            '#else\nextern "C" int flag(void) { return 0; }\n#endif\n',
             "version.txt": "1\n",
         },
     )
