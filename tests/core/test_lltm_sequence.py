@@ -602,6 +602,13 @@ def test_module_bad_arguments():
         model(x, (torch.zeros(4, 3, 6), torch.zeros(2, 3, 6)))
     with pytest.raises(ValueError, match="input must be 2-D"):
         model(torch.randn(5))
+    message = "input must have input_size = 4 features in its last dimension, got "
+    for bad in (torch.randn(5, 3, 7), torch.randn(5, 7)):
+        with pytest.raises(ValueError, match=re.escape(message + str(list(bad.shape)))):
+            model(bad)
+    packed = torch.nn.utils.rnn.pack_sequence([torch.randn(3, 7), torch.randn(2, 7)])
+    with pytest.raises(ValueError, match=re.escape(message + "[5, 7]")):
+        model(packed)
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -132,7 +132,8 @@ class LLTMSequence(nn.Module):
     Raises:
         ValueError: for sizes below 1 or a dropout outside [0, 1]. The forward
             raises as :func:`kernforge.functional.lltm_sequence`, and
-            ValueError for an hx of the wrong shape.
+            ValueError for an input of the wrong rank or feature size, or an
+            hx of the wrong shape.
     """
 
     def __init__(
@@ -253,11 +254,13 @@ class LLTMSequence(nn.Module):
 
     def _forward(self, fn, input, hx):
         if isinstance(input, nn.utils.rnn.PackedSequence):
+            self._check_features(input.data)
             return self._forward_packed(fn, input, hx)
         dim = input.dim()
         batched = dim == 3
         if dim not in (2, 3):
             raise ValueError(f"LLTMSequence: input must be 2-D (unbatched) or 3-D, got {list(input.shape)}")
+        self._check_features(input)
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
@@ -266,6 +269,14 @@ class LLTMSequence(nn.Module):
         if not batched:
             return output.squeeze(1), (h_n.squeeze(1), c_n.squeeze(1))
         return (output.transpose(0, 1) if self.batch_first else output), (h_n, c_n)
+
+    def _check_features(self, input: Tensor) -> None:
+        # Here, not in the op: the op would name layer 0's weight, not the input.
+        if input.shape[-1] != self.input_size:
+            raise ValueError(
+                f"LLTMSequence: input must have input_size = {self.input_size} features in its last "
+                f"dimension, got {list(input.shape)}"
+            )
 
     def _forward_packed(self, fn, packed, hx):
         # Sequences of one length run together, time-major: each group's h_n
