@@ -85,13 +85,12 @@ def _register_autograd(name: str, backward, setup_context) -> None:
     _eager_autograd[name] = (function.apply, tuple(a.default_value for a in op._schema.arguments))
 
 
-def _backward_op(name: str, *args):
-    """``kernforge::<name>_backward(*args)`` from an autograd formula whose
-    backward op has no formula of its own (:func:`_no_double_backward`).
-    A first-order backward (grad mode off) calls it below the autograd key,
-    paying no Python layer; one with ``create_graph=True`` through its formula,
-    so that a second backward through it raises instead of returning zeros."""
-    op = getattr(_ops, f"{name}_backward").default
+def _backward_op(op, *args):
+    """``op(*args)``, a backward op called from an autograd formula, whose own
+    formula raises (:func:`_no_double_backward`). A first-order backward (grad
+    mode off) calls it below the autograd key, paying no Python layer; one with
+    ``create_graph=True`` through its formula, so that a second backward
+    through it raises instead of returning zeros."""
     if torch.is_grad_enabled():
         return op(*args)
     with _below_autograd():
@@ -434,7 +433,7 @@ def _lltm_backward(ctx, grad_h, grad_c, _grad_gates):
     # Only the GEMMs whose gradients are asked for run: d_X holds the d_h and
     # d_x column blocks that are.
     d_X, d_W, d_b, d_c = _backward_op(
-        "lltm", grad_h, grad_c, x, W, h, c_new, gates, [need_x, need_W, need_b, need_h]
+        _ops.lltm_backward.default, grad_h, grad_c, x, W, h, c_new, gates, [need_x, need_W, need_b, need_h]
     )
     state = h.shape[1] if need_h else 0
     return (
@@ -578,7 +577,7 @@ def _lltm_sequence_setup(ctx, inputs, output):
 
 def _lltm_sequence_backward(ctx, grad_output, grad_cn, _grad_gates, _grad_cells):
     mask = list(ctx.needs_input_grad)
-    grads = _backward_op("lltm_sequence", grad_output, grad_cn, *ctx.saved_tensors, mask)
+    grads = _backward_op(_ops.lltm_sequence_backward.default, grad_output, grad_cn, *ctx.saved_tensors, mask)
     return tuple(g if m else None for g, m in zip(grads, mask, strict=True))
 
 
