@@ -75,9 +75,12 @@ def th_coverage() -> list[tuple[str, str, str | None]]:
     headers defines it as a function-like macro (THCudaMalloc), else None."""
     include = LEGACY / "src" / "kernforge_legacy" / "include"
     with tempfile.TemporaryDirectory() as tmp:
-        # only CUDA's type names are needed to read the declarations
+        # only CUDA's and cuBLAS's type names are needed to read the declarations
         (Path(tmp) / "cuda_runtime_api.h").write_text(
             "typedef struct CUstream_st *cudaStream_t;\ntypedef int cudaError_t;\n"
+        )
+        (Path(tmp) / "cublas_v2.h").write_text(
+            "typedef struct cublasContext *cublasHandle_t;\ntypedef int cublasStatus_t;\n"
         )
         declarations = subprocess.run(
             ["cc", "-E", "-P", "-x", "c", f"-I{tmp}", f"-I{include}", "-DKERNFORGE_LEGACY_WITH_CUDA", "-"],

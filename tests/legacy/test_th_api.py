@@ -226,6 +226,59 @@ def test_what_thgeneral_gave_besides_tensors(th, device):
     assert info.tolist() == [2, 0, 1, -3, 37, 0, 36, 1]
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 4), (2, 3, 2, 3)], ids=["1d", "2d", "3d", "4d"])
+def test_get_and_set_one_element_at_a_time(th, shape, device):
+    # read through strides (a transposed view), written into a poisoned output
+    t = _rand(*reversed(shape), seed=40, device=device).permute(*reversed(range(len(shape))))
+    out = torch.full(shape, float("nan"), dtype=torch.float64, device=device)
+    assert _fn(th, "get_set", device)(t, out, -1) == 1
+    torch.testing.assert_close(out, 2 * t + 1, rtol=0, atol=0)
+    name = f"{'THCudaDouble' if device == 'cuda' else 'THDouble'}Tensor_get{len(shape)}d"
+    for dim, size in enumerate(shape):
+        with pytest.raises(
+            RuntimeError, match=rf"{name}: index {size} out of range of dimension {dim} \(size {size}\)"
+        ):
+            _fn(th, "get_set", device)(t, out, dim)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_get_with_the_wrong_number_of_indices_raises(th, device):
+    with pytest.raises(RuntimeError, match=r"Tensor_get2d: the tensor must have 2 dimension\(s\), it has 3"):
+        _fn(th, "get_wrong_rank", device)(_rand(2, 3, 4, device=device))
+
+
+def test_th_assert_and_assert_msg(th):
+    assert th.assertions(1) == 1
+    with pytest.raises(RuntimeError, match=r"Assertion `value > 0' failed\. +\(.*th_api\.c:\d+\)"):
+        th.assertions(0)
+    with pytest.raises(RuntimeError, match=r"Assertion `value != 2' failed\. value 2 is two \("):
+        th.assertions(2)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+def test_cublas_called_itself_on_thc_handle(th):
+    a = _rand(33, 17, dtype=torch.float32, seed=41, device="cuda")
+    b = _rand(17, 9, dtype=torch.float32, seed=42, device="cuda")
+    c = torch.full((2,), float("nan"), device="cuda")
+    info = torch.empty(0, dtype=torch.int64)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # the handle must come on this stream, not the default one
+        th.cublas_itself_cuda(c, a, b, 0, info)
+        expected = a @ b
+    torch.cuda.synchronize()
+    close(c, expected, rtol=1e-5, atol=1e-5)
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    assert info.tolist() == [1, 1, 1, 1, props.multi_processor_count, 32]
+    with pytest.raises(
+        RuntimeError, match=r"cuBLAS error: CUBLAS_STATUS_INVALID_VALUE: .*th_api_cuda\.c:\d+"
+    ):
+        th.cublas_itself_cuda(c, a, b, 1, info)
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
 def test_thc_assert_same_gpu_and_check_warn(th, capfd):
@@ -538,7 +591,8 @@ def test_coverage_table_reads_the_headers():
     for name in ("THFloatTensor_cadd", "THCudaTensor_cadd", "THCudaBlas_Sgemm", "THCudaBlas_SgemmBatched",
                  "THCudaTensor_copyCudaDouble", "THDoubleTensor_copyCudaFloat", "THFloatStorage_fill",
                  "THCState_getCurrentStreamOnDevice", "THLongTensor_newSelect", "THIntTensor_cadd",
-                 "THCudaByteTensor_sumall"):  # fmt: skip
+                 "THCudaByteTensor_sumall", "THDoubleTensor_get4d", "THCudaHalfTensor_set1d",
+                 "THCState_getCurrentBlasHandle", "THCState_getCurrentDeviceProperties"):  # fmt: skip
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
     for name in ("THFloatTensor_addcmul", "THIntTensor_cpow", "THFloatTensor_conv2Dmv", "THCudaTensor_topk"):

@@ -27,6 +27,7 @@ This module imports nothing from its package: ``setup.py`` loads it by path.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
 import shlex
@@ -428,9 +429,10 @@ class Extension:
         if self.with_cuda:
             cuda_home = _cuda_home()
             defines.append("-DKERNFORGE_LEGACY_WITH_CUDA")
-            includes.append(f"-I{cuda_home / 'include'}")
+            cublas_include, cublas_link = _cublas(cuda_home)
+            includes += [f"-I{cuda_home / 'include'}", *cublas_include]
             cxx_extra.append("-DUSE_CUDA")
-            link += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart"]
+            link += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart", *cublas_link]
         link += [f"-L{d}" for d in self.library_dirs] + [f"-l{lib}" for lib in self.libraries] + ["-lm"]
         link += [f"-Wl,-rpath,{d}" for d in self.runtime_library_dirs] + self.extra_link_args
         # -fexceptions: THError, THArgCheck and THCudaCheck raise through C frames;
@@ -738,6 +740,26 @@ def _cuda_home() -> Path:
     raise RuntimeError(
         "create_extension(with_cuda=True): CUDA's headers (include/cuda_runtime_api.h) are in none of "
         f"{[str(c) for c in candidates if c]}; set CUDA_HOME to the CUDA toolkit"
+    )
+
+
+def _cublas(cuda_home: Path) -> tuple[list[str], list[str]]:
+    """The include and link flags for cuBLAS, which THC/THC.h includes (as
+    THC's own headers did, so code that called cuBLAS itself built) and the
+    runtime's THC handles need: the toolkit's, else those of the nvidia wheel
+    torch runs on (a toolkit without cuBLAS, as a conda nvcc alone). At run
+    time the library resolves to the one torch has loaded (one soname)."""
+    if (cuda_home / "include" / "cublas_v2.h").exists():
+        return [], ["-lcublas"]
+    spec = importlib.util.find_spec("nvidia")
+    for root in spec.submodule_search_locations if spec else []:
+        for header in sorted(Path(root).glob("*/include/cublas_v2.h")):
+            libs = sorted(header.parents[1].glob("lib/libcublas.so.*"))
+            if libs:
+                return [f"-I{header.parent}"], [f"-L{libs[0].parent}", f"-l:{libs[0].name}"]
+    raise RuntimeError(
+        "create_extension(with_cuda=True): cuBLAS (include/cublas_v2.h, which THC/THC.h includes) is "
+        f"neither in the CUDA toolkit at {cuda_home} nor in an nvidia wheel; install the toolkit's cuBLAS"
     )
 
 

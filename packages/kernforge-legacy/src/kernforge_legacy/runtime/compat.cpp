@@ -17,7 +17,9 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
+#include <initializer_list>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -345,6 +347,71 @@ int64_t storage_offset(const void* t) {
   int64_t offset;
   check(aoti_torch_get_storage_offset(handle(t), &offset), "storage offset");
   return offset;
+}
+
+// The address of one element of t, each index checked against its size, as
+// TH's get and set functions checked them.
+char* element_at(const void* t, std::initializer_list<int64_t> index, size_t elem_size,
+                 const char* fn) {
+  const int64_t ndim = dim_of(t);
+  if (ndim != static_cast<int64_t>(index.size()))
+    throw std::runtime_error(std::string(fn) + ": the tensor must have " +
+                             std::to_string(index.size()) + " dimension(s), it has " +
+                             std::to_string(ndim));
+  const std::vector<int64_t> size = sizes(t), stride = strides(t);
+  int64_t offset = 0;
+  size_t d = 0;
+  for (int64_t i : index) {
+    if (i < 0 || i >= size[d])
+      throw std::runtime_error(std::string(fn) + ": index " + std::to_string(i) +
+                               " out of range of dimension " + std::to_string(d) + " (size " +
+                               std::to_string(size[d]) + ")");
+    offset += i * stride[d++];
+  }
+  void* p;
+  check(aoti_torch_get_data_ptr(handle(t), &p), fn);
+  return static_cast<char*>(p) + offset * static_cast<int64_t>(elem_size);
+}
+
+// One element between the host and a CUDA tensor's memory, on the current
+// stream of the tensor's device, waited for.
+void cuda_element_copy(const void* t, void* dst, const void* src, size_t bytes, bool to_host,
+                       const char* fn) {
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+  int32_t device;
+  void* stream;
+  check(aoti_torch_get_device_index(handle(t), &device), fn);
+  check(aoti_torch_get_current_cuda_stream(device, &stream), fn);
+  const auto s = static_cast<cudaStream_t>(stream);
+  kfl_thc_check(cudaMemcpyAsync(dst, src, bytes,
+                                to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, s),
+                __FILE__, __LINE__);
+  kfl_thc_check(cudaStreamSynchronize(s), __FILE__, __LINE__);
+#else
+  (void)t, (void)dst, (void)src, (void)bytes, (void)to_host;
+  throw std::runtime_error(std::string(fn) + ": a CUDA tensor in a build without CUDA");
+#endif
+}
+
+template <class Real>
+Real get_element(const void* t, std::initializer_list<int64_t> index, bool cuda, const char* fn) {
+  const char* p = element_at(t, index, sizeof(Real), fn);
+  Real value;
+  if (cuda)
+    cuda_element_copy(t, &value, p, sizeof(Real), true, fn);
+  else
+    std::memcpy(&value, p, sizeof(Real));
+  return value;
+}
+
+template <class Real>
+void set_element(const void* t, std::initializer_list<int64_t> index, Real value, bool cuda,
+                 const char* fn) {
+  char* p = element_at(t, index, sizeof(Real), fn);
+  if (cuda)
+    cuda_element_copy(t, p, &value, sizeof(Real), false, fn);
+  else
+    std::memcpy(p, &value, sizeof(Real));
 }
 
 // TH's T_storage: a 1-D view of the whole storage, from element 0; NULL for a
@@ -800,6 +867,16 @@ void kfl_th_error(const char* file, int line, const char* fmt, ...) {
   throw std::runtime_error(msg + " (" + file + ":" + std::to_string(line) + ")");
 }
 
+void kfl_th_assertion_failed(const char* file, int line, const char* condition, const char* fmt,
+                             ...) {
+  va_list args;
+  va_start(args, fmt);
+  const std::string msg = format(fmt, args);
+  va_end(args);
+  throw std::runtime_error(std::string("Assertion `") + condition + "' failed. " + msg + " (" +
+                           file + ":" + std::to_string(line) + ")");
+}
+
 void kfl_th_arg_check(const char* file, int line, int condition, int arg, const char* fmt, ...) {
   if (condition) return;
   va_list args;
@@ -945,6 +1022,31 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
   }                                                                                              \
   ptrdiff_t T##_storageOffset(__VA_ARGS__ const T* self) {                                       \
     return storage_offset(self);                                                                 \
+  }                                                                                              \
+  real T##_get1d(__VA_ARGS__ const T* self, int64_t x0) {                                        \
+    return get_element<real>(self, {x0}, cuda, #T "_get1d");                                     \
+  }                                                                                              \
+  real T##_get2d(__VA_ARGS__ const T* self, int64_t x0, int64_t x1) {                            \
+    return get_element<real>(self, {x0, x1}, cuda, #T "_get2d");                                 \
+  }                                                                                              \
+  real T##_get3d(__VA_ARGS__ const T* self, int64_t x0, int64_t x1, int64_t x2) {                \
+    return get_element<real>(self, {x0, x1, x2}, cuda, #T "_get3d");                             \
+  }                                                                                              \
+  real T##_get4d(__VA_ARGS__ const T* self, int64_t x0, int64_t x1, int64_t x2, int64_t x3) {    \
+    return get_element<real>(self, {x0, x1, x2, x3}, cuda, #T "_get4d");                         \
+  }                                                                                              \
+  void T##_set1d(__VA_ARGS__ T* self, int64_t x0, real value) {                                  \
+    set_element(self, {x0}, value, cuda, #T "_set1d");                                           \
+  }                                                                                              \
+  void T##_set2d(__VA_ARGS__ T* self, int64_t x0, int64_t x1, real value) {                      \
+    set_element(self, {x0, x1}, value, cuda, #T "_set2d");                                       \
+  }                                                                                              \
+  void T##_set3d(__VA_ARGS__ T* self, int64_t x0, int64_t x1, int64_t x2, real value) {          \
+    set_element(self, {x0, x1, x2}, value, cuda, #T "_set3d");                                   \
+  }                                                                                              \
+  void T##_set4d(__VA_ARGS__ T* self, int64_t x0, int64_t x1, int64_t x2, int64_t x3,            \
+                 real value) {                                                                   \
+    set_element(self, {x0, x1, x2, x3}, value, cuda, #T "_set4d");                               \
   }                                                                                              \
   real* S##_data(__VA_ARGS__ const S* self) {                                                    \
     void* p;                                                                                     \
@@ -1135,6 +1237,29 @@ struct THCState {};
 namespace {
 THCState the_state;
 
+// THC's cuBLAS handles and device properties, one of each per device, made
+// on first use and kept for the process (as THC kept them until shutdown;
+// destroying them at exit could come after the CUDA context is gone).
+std::mutex per_device_mutex;
+std::unordered_map<int, cublasHandle_t> blas_handles;
+std::unordered_map<int, cudaDeviceProp> device_properties;  // nodes: their addresses stay
+
+// The current device's, or `device`'s with it made current while cuBLAS
+// creates the handle there.
+cublasHandle_t blas_handle(int device) {
+  std::lock_guard<std::mutex> lock(per_device_mutex);
+  auto found = blas_handles.find(device);
+  if (found != blas_handles.end()) return found->second;
+  int current;
+  kfl_thc_check(cudaGetDevice(&current), __FILE__, __LINE__);
+  if (current != device) kfl_thc_check(cudaSetDevice(device), __FILE__, __LINE__);
+  cublasHandle_t h;
+  const cublasStatus_t status = cublasCreate(&h);
+  if (current != device) kfl_thc_check(cudaSetDevice(current), __FILE__, __LINE__);
+  kfl_thc_cublas_check(status, __FILE__, __LINE__);
+  return blas_handles.emplace(device, h).first->second;
+}
+
 // cuBLAS's pointer-array batch (the arrays in device memory): read back, then
 // one strided baddbmm when the matrices lie at equal distances, as they
 // mostly do, else one gemm each.
@@ -1199,6 +1324,50 @@ int THCState_getCurrentDevice(THCState*) {
   int32_t device;
   check(aoti_torch_get_current_device_index(&device), "THCState_getCurrentDevice");
   return device;
+}
+
+struct cudaDeviceProp* THCState_getCurrentDeviceProperties(THCState* s) {
+  const int device = THCState_getCurrentDevice(s);
+  std::lock_guard<std::mutex> lock(per_device_mutex);
+  auto found = device_properties.find(device);
+  if (found == device_properties.end()) {
+    cudaDeviceProp prop;
+    kfl_thc_check(cudaGetDeviceProperties(&prop, device), __FILE__, __LINE__);
+    found = device_properties.emplace(device, prop).first;
+  }
+  return &found->second;
+}
+
+cublasHandle_t THCState_getDeviceBlasHandle(THCState* s, int device, int index) {
+  if (index != 1)
+    throw std::runtime_error("THCState_getDeviceBlasHandle: handle " + std::to_string(index) +
+                             " does not exist (there is one per device, handle 1)");
+  if (device < 0 || device >= THCState_getNumDevices(s))
+    throw std::runtime_error("THCState_getDeviceBlasHandle: no CUDA device " +
+                             std::to_string(device));
+  cublasHandle_t h = blas_handle(device);
+  kfl_thc_cublas_check(cublasSetStream(h, THCState_getCurrentStreamOnDevice(s, device)), __FILE__,
+                       __LINE__);
+  return h;
+}
+
+cublasHandle_t THCState_getCurrentBlasHandle(THCState* s) {
+  return THCState_getDeviceBlasHandle(s, THCState_getCurrentDevice(s), 1);
+}
+
+int THCState_getNumBlasHandles(THCState*) {
+  return 1;
+}
+
+int THCState_getCurrentBlasHandleIndex(THCState*) {
+  return 1;
+}
+
+void kfl_thc_cublas_check(cublasStatus_t status, const char* file, int line) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw std::runtime_error(std::string("cuBLAS error: ") + cublasGetStatusName(status) + ": " +
+                           cublasGetStatusString(status) + " (" + file + ":" +
+                           std::to_string(line) + ")");
 }
 
 int THCState_getNumDevices(THCState*) {

@@ -79,6 +79,18 @@ long kfl_live_handles(void);
 /* THError("bad value %d", v) and THArgCheck(cond, arg_number, "message"). */
 #define THError(...) kfl_th_error(__FILE__, __LINE__, __VA_ARGS__)
 #define THArgCheck(...) kfl_th_arg_check(__FILE__, __LINE__, __VA_ARGS__)
+/* THAssert(cond) and THAssertMsg(cond, "message %d", v): raise (as THError),
+ * naming the condition, when it is false. */
+KFL_NORETURN void kfl_th_assertion_failed(const char* file, int line, const char* condition,
+                                          const char* fmt, ...) KFL_PRINTF(4, 5);
+#define THAssert(exp)                                                        \
+  do {                                                                       \
+    if (!(exp)) kfl_th_assertion_failed(__FILE__, __LINE__, #exp, "%s", ""); \
+  } while (0)
+#define THAssertMsg(exp, ...)                                                   \
+  do {                                                                          \
+    if (!(exp)) kfl_th_assertion_failed(__FILE__, __LINE__, #exp, __VA_ARGS__); \
+  } while (0)
 
 /* Every tensor handle type: X(name, its storage's name, real, torch dtype);
  * the floating ones, which have TH's math, apart. */
@@ -150,39 +162,50 @@ long kfl_live_handles(void);
  * storage from T_storage is borrowed from the tensor (NULL when it has none);
  * _retain it to keep it past the extension function's return. Its fields
  * s->data and s->size (elements) are those of TH's storages. NONE is the
- * parameter list of a function with no other parameter. */
-#define TH_TENSOR_MEMORY_API(T, S, real, NONE, ...)                                             \
-  typedef struct S {                                                                            \
-    void* kfl_tensor;                                                                           \
-    real* data;                                                                                 \
-    ptrdiff_t size;                                                                             \
-  } S;                                                                                          \
-  T* T##_new(NONE);                                                                             \
-  T* T##_newWithSize1d(__VA_ARGS__ int64_t size0);                                              \
-  T* T##_newWithSize2d(__VA_ARGS__ int64_t size0, int64_t size1);                               \
-  T* T##_newWithSize3d(__VA_ARGS__ int64_t size0, int64_t size1, int64_t size2);                \
-  T* T##_newWithSize4d(__VA_ARGS__ int64_t size0, int64_t size1, int64_t size2, int64_t size3); \
-  T* T##_newWithTensor(__VA_ARGS__ T* src);                                                     \
-  T* T##_newContiguous(__VA_ARGS__ T* src);                                                     \
-  T* T##_newClone(__VA_ARGS__ T* src);                                                          \
-  T* T##_newSelect(__VA_ARGS__ T* src, int dim, int64_t index);                                 \
-  T* T##_newNarrow(__VA_ARGS__ T* src, int dim, int64_t first, int64_t size);                   \
-  T* T##_newTranspose(__VA_ARGS__ T* src, int dim1, int dim2);                                  \
-  void T##_retain(__VA_ARGS__ T* self);                                                         \
-  void T##_free(__VA_ARGS__ T* self);                                                           \
-  void T##_set(__VA_ARGS__ T* self, T* src);                                                    \
-  void T##_select(__VA_ARGS__ T* self, T* src, int dim, int64_t index);                         \
-  void T##_narrow(__VA_ARGS__ T* self, T* src, int dim, int64_t first, int64_t size);           \
-  void T##_transpose(__VA_ARGS__ T* self, T* src, int dim1, int dim2);                          \
-  void T##_squeeze1d(__VA_ARGS__ T* self, T* src, int dim);                                     \
-  void T##_unsqueeze1d(__VA_ARGS__ T* self, T* src, int dim);                                   \
-  void T##_copy(__VA_ARGS__ T* self, T* src);                                                   \
-  S* T##_storage(__VA_ARGS__ const T* self);                                                    \
-  ptrdiff_t T##_storageOffset(__VA_ARGS__ const T* self);                                       \
-  real* S##_data(__VA_ARGS__ const S* self);                                                    \
-  ptrdiff_t S##_size(__VA_ARGS__ const S* self);                                                \
-  void S##_fill(__VA_ARGS__ S* self, real value);                                               \
-  void S##_retain(__VA_ARGS__ S* self);                                                         \
+ * parameter list of a function with no other parameter. T_get1d ... T_get4d
+ * read one element and T_set1d ... T_set4d write one, at indices checked
+ * against the sizes (the tensor must have that many dimensions); on a CUDA
+ * tensor each is a copy to or from the host, waiting for the current stream. */
+#define TH_TENSOR_MEMORY_API(T, S, real, NONE, ...)                                                \
+  typedef struct S {                                                                               \
+    void* kfl_tensor;                                                                              \
+    real* data;                                                                                    \
+    ptrdiff_t size;                                                                                \
+  } S;                                                                                             \
+  T* T##_new(NONE);                                                                                \
+  T* T##_newWithSize1d(__VA_ARGS__ int64_t size0);                                                 \
+  T* T##_newWithSize2d(__VA_ARGS__ int64_t size0, int64_t size1);                                  \
+  T* T##_newWithSize3d(__VA_ARGS__ int64_t size0, int64_t size1, int64_t size2);                   \
+  T* T##_newWithSize4d(__VA_ARGS__ int64_t size0, int64_t size1, int64_t size2, int64_t size3);    \
+  T* T##_newWithTensor(__VA_ARGS__ T* src);                                                        \
+  T* T##_newContiguous(__VA_ARGS__ T* src);                                                        \
+  T* T##_newClone(__VA_ARGS__ T* src);                                                             \
+  T* T##_newSelect(__VA_ARGS__ T* src, int dim, int64_t index);                                    \
+  T* T##_newNarrow(__VA_ARGS__ T* src, int dim, int64_t first, int64_t size);                      \
+  T* T##_newTranspose(__VA_ARGS__ T* src, int dim1, int dim2);                                     \
+  void T##_retain(__VA_ARGS__ T* self);                                                            \
+  void T##_free(__VA_ARGS__ T* self);                                                              \
+  void T##_set(__VA_ARGS__ T* self, T* src);                                                       \
+  void T##_select(__VA_ARGS__ T* self, T* src, int dim, int64_t index);                            \
+  void T##_narrow(__VA_ARGS__ T* self, T* src, int dim, int64_t first, int64_t size);              \
+  void T##_transpose(__VA_ARGS__ T* self, T* src, int dim1, int dim2);                             \
+  void T##_squeeze1d(__VA_ARGS__ T* self, T* src, int dim);                                        \
+  void T##_unsqueeze1d(__VA_ARGS__ T* self, T* src, int dim);                                      \
+  void T##_copy(__VA_ARGS__ T* self, T* src);                                                      \
+  S* T##_storage(__VA_ARGS__ const T* self);                                                       \
+  ptrdiff_t T##_storageOffset(__VA_ARGS__ const T* self);                                          \
+  real T##_get1d(__VA_ARGS__ const T* self, int64_t x0);                                           \
+  real T##_get2d(__VA_ARGS__ const T* self, int64_t x0, int64_t x1);                               \
+  real T##_get3d(__VA_ARGS__ const T* self, int64_t x0, int64_t x1, int64_t x2);                   \
+  real T##_get4d(__VA_ARGS__ const T* self, int64_t x0, int64_t x1, int64_t x2, int64_t x3);       \
+  void T##_set1d(__VA_ARGS__ T* self, int64_t x0, real value);                                     \
+  void T##_set2d(__VA_ARGS__ T* self, int64_t x0, int64_t x1, real value);                         \
+  void T##_set3d(__VA_ARGS__ T* self, int64_t x0, int64_t x1, int64_t x2, real value);             \
+  void T##_set4d(__VA_ARGS__ T* self, int64_t x0, int64_t x1, int64_t x2, int64_t x3, real value); \
+  real* S##_data(__VA_ARGS__ const S* self);                                                       \
+  ptrdiff_t S##_size(__VA_ARGS__ const S* self);                                                   \
+  void S##_fill(__VA_ARGS__ S* self, real value);                                                  \
+  void S##_retain(__VA_ARGS__ S* self);                                                            \
   void S##_free(__VA_ARGS__ S* self);
 
 /* TH's math of every handle type T (accreal, what sums return: int64_t for

@@ -13,6 +13,7 @@
 #endif
 
 #include <TH/TH.h>
+#include <cublas_v2.h> /* as THC's THCGeneral.h: code calling cuBLAS itself took its types from here */
 #include <cuda_runtime_api.h>
 
 #ifdef __cplusplus
@@ -28,6 +29,23 @@ cudaStream_t THCState_getCurrentStreamOnDevice(THCState* state, int device);
 int THCState_getCurrentDevice(THCState* state);
 int THCState_getNumDevices(THCState* state);
 
+/* The properties of the current device (cudaGetDeviceProperties, read once
+ * per device; the pointer stays valid). */
+struct cudaDeviceProp* THCState_getCurrentDeviceProperties(THCState* state);
+
+/* THC's cuBLAS handles, for code that calls cuBLAS itself: one per device,
+ * made on first use and kept for the process, each handed out on the current
+ * stream of its device (code that sets another stream on it, as some did,
+ * gets the current one again at its next call). THC's handle indices are
+ * 1-based; there is one handle per device, so the index is 1. */
+cublasHandle_t THCState_getCurrentBlasHandle(THCState* state);
+cublasHandle_t THCState_getDeviceBlasHandle(THCState* state, int device, int handle);
+int THCState_getNumBlasHandles(THCState* state);
+int THCState_getCurrentBlasHandleIndex(THCState* state);
+
+/* THCublasCheck(status): raises a Python RuntimeError naming the cuBLAS status. */
+void kfl_thc_cublas_check(cublasStatus_t status, const char* file, int line);
+#define THCublasCheck(status) kfl_thc_cublas_check((status), __FILE__, __LINE__)
 /* THCudaCheck(err): raises a Python RuntimeError naming the CUDA error. */
 void kfl_thc_check(cudaError_t err, const char* file, int line);
 #define THCudaCheck(err) kfl_thc_check((err), __FILE__, __LINE__)
