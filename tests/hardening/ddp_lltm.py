@@ -1,9 +1,10 @@
 """A DDP training run of kernforge.nn.LLTM stepped over a sequence ("cell")
 or of kernforge.nn.LLTMSequence ("sequence"), for tests/hardening/test_ddp.py:
-one process per GPU (NCCL), or processes on the CPU (Gloo):
+one process per GPU (NCCL, "cuda"), processes sharing GPU 0 (Gloo, which
+NCCL refuses: "one-gpu"), or processes on the CPU (Gloo, "cpu"):
 
     python -m torch.distributed.run --standalone --nproc-per-node=N \
-        ddp_lltm.py OUT.pt {cell,sequence} {cuda,cpu}
+        ddp_lltm.py OUT.pt {cell,sequence} {cuda,one-gpu,cpu}
 
 Every process runs the same global batches; each takes its 1/N of the rows,
 so the averaged gradients, and with them every step, match a run in one
@@ -89,10 +90,10 @@ def _last_step_on_cpu(model, xs) -> dict:
 
 
 def main(out: str, kind: str, where: str) -> None:
-    cuda = where == "cuda"
-    dist.init_process_group("nccl" if cuda else "gloo")
+    cuda = where in ("cuda", "one-gpu")
+    dist.init_process_group("nccl" if where == "cuda" else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
-    local = int(os.environ["LOCAL_RANK"])
+    local = int(os.environ["LOCAL_RANK"]) if where == "cuda" else 0
     if cuda:
         torch.cuda.set_device(local)
     device = torch.device("cuda", local) if cuda else torch.device("cpu")

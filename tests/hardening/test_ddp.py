@@ -1,8 +1,10 @@
 """DistributedDataParallel training of kernforge.nn.LLTM (stepped over a
 sequence) and of kernforge.nn.LLTMSequence, run by torchrun (ddp_lltm.py):
 two processes, each on its half of every batch, train as one process does on
-the whole batch, step by step. On the CPU over Gloo (in `nox -s test-cpu`)
-and on two GPUs over NCCL (where two GPUs are present)."""
+the whole batch, step by step. On the CPU over Gloo (in `nox -s test-cpu`),
+on two GPUs over NCCL (where two GPUs are present), and on one GPU that both
+processes share, over Gloo (the CUDA kernels and DDP's gradient hooks on
+CUDA tensors, without NCCL)."""
 
 from __future__ import annotations
 
@@ -66,3 +68,10 @@ def test_ddp_on_two_gpus_matches_one(tmp_path, kind):
     assert [rank["gpus"] for rank in two["ranks"]] == [[0], [1]], (
         "each rank must run the kernforge kernels on its own GPU"
     )
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("kind", ["cell", "sequence"])
+def test_ddp_on_two_processes_sharing_one_gpu_matches_one(tmp_path, kind):
+    two = _two_match_one(tmp_path, kind, "one-gpu")
+    assert [rank["gpus"] for rank in two["ranks"]] == [[0], [0]]
