@@ -243,6 +243,29 @@ def test_get_and_set_one_element_at_a_time(th, shape, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_shapes_in_long_storages(th, device):
+    t = _rand(3, 4, 5, seed=43, device=device)
+    out = torch.full((2,), float("nan"), dtype=torch.float64, device=device)
+    view_out = torch.empty(0, dtype=torch.float64, device=device)
+    info = torch.empty(0, dtype=torch.int64)
+    before = th.live_handles()
+    assert _fn(th, "shapes", device)(t, out, view_out, info, 1, 7) == 1
+    assert out.shape == (3, 7, 5)  # t's sizes, dimension 1 set to 7
+    assert view_out.shape == (3, 20) and view_out.data_ptr() == t.data_ptr()  # a view, -1 inferred
+    torch.testing.assert_close(view_out, t.view(3, 20), rtol=0, atol=0)
+    # column-major [2, 3, 4] strides; contiguous [4, 6] after resizeNd; two strides
+    assert info.tolist() == [1, 2, 6, 6, 1, 2]
+    assert th.live_handles() == before  # every storage and tensor made in C was freed
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_storages_made_in_c(th, device):
+    before = th.live_handles()
+    assert _fn(th, "storages", device)() == 514.5
+    assert th.live_handles() == before
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_get_with_the_wrong_number_of_indices_raises(th, device):
     with pytest.raises(RuntimeError, match=r"Tensor_get2d: the tensor must have 2 dimension\(s\), it has 3"):
         _fn(th, "get_wrong_rank", device)(_rand(2, 3, 4, device=device))
@@ -592,7 +615,9 @@ def test_coverage_table_reads_the_headers():
                  "THCudaTensor_copyCudaDouble", "THDoubleTensor_copyCudaFloat", "THFloatStorage_fill",
                  "THCState_getCurrentStreamOnDevice", "THLongTensor_newSelect", "THIntTensor_cadd",
                  "THCudaByteTensor_sumall", "THDoubleTensor_get4d", "THCudaHalfTensor_set1d",
-                 "THCState_getCurrentBlasHandle", "THCState_getCurrentDeviceProperties"):  # fmt: skip
+                 "THCState_getCurrentBlasHandle", "THCState_getCurrentDeviceProperties",
+                 "THLongStorage_newWithSize4", "THCudaTensor_resize", "THFloatTensor_newSizeOf",
+                 "THCudaStorage_get"):  # fmt: skip
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
     for name in ("THFloatTensor_addcmul", "THIntTensor_cpow", "THFloatTensor_conv2Dmv", "THCudaTensor_topk"):

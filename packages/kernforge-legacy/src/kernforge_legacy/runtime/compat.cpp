@@ -308,8 +308,8 @@ std::pair<int32_t, int32_t> device_of(bool cuda, const char* fn) {
   return {aoti_torch_device_type_cpu(), 0};
 }
 
-// A new contiguous tensor of `shape`: on the CPU, or on the current CUDA device.
-Tensor empty(std::vector<int64_t> shape, int32_t dtype, bool cuda, const char* fn) {
+// The strides of a contiguous tensor of `shape` (a size 0 steps as a size 1).
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape, const char* fn) {
   std::vector<int64_t> strides(shape.size());
   int64_t stride = 1;
   for (size_t i = shape.size(); i-- > 0;) {
@@ -318,9 +318,20 @@ Tensor empty(std::vector<int64_t> shape, int32_t dtype, bool cuda, const char* f
     strides[i] = stride;
     stride *= shape[i] > 0 ? shape[i] : 1;
   }
+  return strides;
+}
+
+// A new tensor of `shape`, contiguous or with `strides`: on the CPU, or on
+// the current CUDA device.
+Tensor empty(std::vector<int64_t> shape, int32_t dtype, bool cuda, const char* fn,
+             const std::optional<std::vector<int64_t>>& strides = std::nullopt) {
+  const std::vector<int64_t> steps = strides ? *strides : contiguous_strides(shape, fn);
+  if (steps.size() != shape.size())
+    throw std::runtime_error(std::string(fn) + ": " + std::to_string(shape.size()) + " sizes and " +
+                             std::to_string(steps.size()) + " strides");
   const auto [device, index] = device_of(cuda, fn);
   AtenTensorHandle h;
-  check(aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(), strides.data(),
+  check(aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(), steps.data(),
                                  dtype, device, index, &h),
         fn);
   return Tensor(h);
@@ -412,6 +423,47 @@ void set_element(const void* t, std::initializer_list<int64_t> index, Real value
     cuda_element_copy(t, p, &value, sizeof(Real), false, fn);
   else
     std::memcpy(p, &value, sizeof(Real));
+}
+
+// The values of a THLongStorage of sizes or strides.
+std::vector<int64_t> longs_of(const THLongStorage* s, const char* fn) {
+  if (s == nullptr) throw std::runtime_error(std::string(fn) + ": the sizes are NULL");
+  return std::vector<int64_t>(s->data, s->data + s->size);
+}
+
+// A new storage of `values` (TH's reference count 1): THLongStorage for
+// sizes and strides, and S_newWithSize1 ... 4 of every type.
+template <class Real>
+void* storage_of_values(std::initializer_list<Real> values, int32_t dtype, bool cuda,
+                        const char* fn) {
+  void* box =
+      hand_out(empty({static_cast<int64_t>(values.size())}, dtype, cuda, fn), 1, /*storage=*/true);
+  int64_t i = 0;
+  for (Real v : values) set_element(box, {i++}, v, cuda, fn);
+  return box;
+}
+
+THLongStorage* long_storage(const std::vector<int64_t>& values, const char* fn) {
+  void* box =
+      hand_out(empty({static_cast<int64_t>(values.size())}, aoti_torch_dtype_int64(), false, fn), 1,
+               /*storage=*/true);
+  if (!values.empty())
+    std::memcpy(static_cast<StorageBox*>(box)->data, values.data(),
+                values.size() * sizeof(int64_t));
+  return static_cast<THLongStorage*>(box);
+}
+
+// TH's resize with strides: contiguous (no strides, or contiguous ones) keeps
+// the storage, as aten::resize_; other strides give self a new storage of that
+// layout (TH reused the old one when large enough; its contents were not kept
+// in place either way).
+void resize_to(void* self, std::vector<int64_t> shape,
+               const std::optional<std::vector<int64_t>>& stride, int32_t dtype, bool cuda,
+               const char* fn) {
+  if (!stride || *stride == contiguous_strides(shape, fn))
+    return resize(self, std::move(shape), fn);
+  if (shape == sizes(self) && *stride == strides(self)) return;
+  set(self, empty(shape, dtype, cuda, fn, stride), fn);
 }
 
 // TH's T_storage: a 1-D view of the whole storage, from element 0; NULL for a
@@ -948,122 +1000,184 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
 // Tensors made and released, views, copies and storages of one handle type
 // (TH/TH.h's TH_TENSOR_MEMORY_API); `cuda`: tensors it makes are on the
 // current CUDA device. NONE is the parameter list of T_new.
-#define KFL_DEFINE_MEMORY_API(T, S, real, dtype, cuda, NONE, ...)                                \
-  static T* T##_made(const Tensor& t) {                                                          \
-    return static_cast<T*>(hand_out(t, 1, false));                                               \
-  }                                                                                              \
-  T* T##_new(NONE) {                                                                             \
-    return T##_made(empty({0}, aoti_torch_dtype_##dtype(), cuda, #T "_new"));                    \
-  }                                                                                              \
-  T* T##_newWithSize1d(__VA_ARGS__ int64_t s0) {                                                 \
-    return T##_made(empty({s0}, aoti_torch_dtype_##dtype(), cuda, #T "_newWithSize1d"));         \
-  }                                                                                              \
-  T* T##_newWithSize2d(__VA_ARGS__ int64_t s0, int64_t s1) {                                     \
-    return T##_made(empty({s0, s1}, aoti_torch_dtype_##dtype(), cuda, #T "_newWithSize2d"));     \
-  }                                                                                              \
-  T* T##_newWithSize3d(__VA_ARGS__ int64_t s0, int64_t s1, int64_t s2) {                         \
-    return T##_made(empty({s0, s1, s2}, aoti_torch_dtype_##dtype(), cuda, #T "_newWithSize3d")); \
-  }                                                                                              \
-  T* T##_newWithSize4d(__VA_ARGS__ int64_t s0, int64_t s1, int64_t s2, int64_t s3) {             \
-    return T##_made(                                                                             \
-        empty({s0, s1, s2, s3}, aoti_torch_dtype_##dtype(), cuda, #T "_newWithSize4d"));         \
-  }                                                                                              \
-  T* T##_newWithTensor(__VA_ARGS__ T* src) {                                                     \
-    return T##_made(view_of(src, sizes(src), strides(src), 0, #T "_newWithTensor"));             \
-  }                                                                                              \
-  T* T##_newContiguous(__VA_ARGS__ T* src) {                                                     \
-    return T##_made(torch::stable::contiguous(borrow(src)));                                     \
-  }                                                                                              \
-  T* T##_newClone(__VA_ARGS__ T* src) {                                                          \
-    Tensor out = empty(sizes(src), aoti_torch_dtype_##dtype(), cuda, #T "_newClone");            \
-    torch::stable::copy_(out, borrow(src));                                                      \
-    return T##_made(out);                                                                        \
-  }                                                                                              \
-  T* T##_newSelect(__VA_ARGS__ T* src, int dim, int64_t index) {                                 \
-    return T##_made(torch::stable::select(borrow(src), dim, index));                             \
-  }                                                                                              \
-  T* T##_newNarrow(__VA_ARGS__ T* src, int dim, int64_t first, int64_t size) {                   \
-    Tensor t = borrow(src);                                                                      \
-    return T##_made(torch::stable::narrow(t, dim, first, size));                                 \
-  }                                                                                              \
-  T* T##_newTranspose(__VA_ARGS__ T* src, int dim1, int dim2) {                                  \
-    return T##_made(torch::stable::transpose(borrow(src), dim1, dim2));                          \
-  }                                                                                              \
-  void T##_retain(__VA_ARGS__ T* self) {                                                         \
-    retain(self, #T "_retain");                                                                  \
-  }                                                                                              \
-  void T##_free(__VA_ARGS__ T* self) {                                                           \
-    release(self);                                                                               \
-  }                                                                                              \
-  void T##_set(__VA_ARGS__ T* self, T* src) {                                                    \
-    set(self, borrow(src), #T "_set");                                                           \
-  }                                                                                              \
-  void T##_select(__VA_ARGS__ T* self, T* src, int dim, int64_t index) {                         \
-    set(self, torch::stable::select(borrow(src ? src : self), dim, index), #T "_select");        \
-  }                                                                                              \
-  void T##_narrow(__VA_ARGS__ T* self, T* src, int dim, int64_t first, int64_t size) {           \
-    Tensor t = borrow(src ? src : self);                                                         \
-    set(self, torch::stable::narrow(t, dim, first, size), #T "_narrow");                         \
-  }                                                                                              \
-  void T##_transpose(__VA_ARGS__ T* self, T* src, int dim1, int dim2) {                          \
-    set(self, torch::stable::transpose(borrow(src ? src : self), dim1, dim2), #T "_transpose");  \
-  }                                                                                              \
-  void T##_squeeze1d(__VA_ARGS__ T* self, T* src, int dim) {                                     \
-    set(self, torch::stable::squeeze(borrow(src ? src : self), dim), #T "_squeeze1d");           \
-  }                                                                                              \
-  void T##_unsqueeze1d(__VA_ARGS__ T* self, T* src, int dim) {                                   \
-    set(self, torch::stable::unsqueeze(borrow(src ? src : self), dim), #T "_unsqueeze1d");       \
-  }                                                                                              \
-  void T##_copy(__VA_ARGS__ T* self, T* src) {                                                   \
-    copy_into(self, src, #T "_copy");                                                            \
-  }                                                                                              \
-  S* T##_storage(__VA_ARGS__ const T* self) {                                                    \
-    return static_cast<S*>(storage_of<real>(self, #T "_storage"));                               \
-  }                                                                                              \
-  ptrdiff_t T##_storageOffset(__VA_ARGS__ const T* self) {                                       \
-    return storage_offset(self);                                                                 \
-  }                                                                                              \
-  real T##_get1d(__VA_ARGS__ const T* self, int64_t x0) {                                        \
-    return get_element<real>(self, {x0}, cuda, #T "_get1d");                                     \
-  }                                                                                              \
-  real T##_get2d(__VA_ARGS__ const T* self, int64_t x0, int64_t x1) {                            \
-    return get_element<real>(self, {x0, x1}, cuda, #T "_get2d");                                 \
-  }                                                                                              \
-  real T##_get3d(__VA_ARGS__ const T* self, int64_t x0, int64_t x1, int64_t x2) {                \
-    return get_element<real>(self, {x0, x1, x2}, cuda, #T "_get3d");                             \
-  }                                                                                              \
-  real T##_get4d(__VA_ARGS__ const T* self, int64_t x0, int64_t x1, int64_t x2, int64_t x3) {    \
-    return get_element<real>(self, {x0, x1, x2, x3}, cuda, #T "_get4d");                         \
-  }                                                                                              \
-  void T##_set1d(__VA_ARGS__ T* self, int64_t x0, real value) {                                  \
-    set_element(self, {x0}, value, cuda, #T "_set1d");                                           \
-  }                                                                                              \
-  void T##_set2d(__VA_ARGS__ T* self, int64_t x0, int64_t x1, real value) {                      \
-    set_element(self, {x0, x1}, value, cuda, #T "_set2d");                                       \
-  }                                                                                              \
-  void T##_set3d(__VA_ARGS__ T* self, int64_t x0, int64_t x1, int64_t x2, real value) {          \
-    set_element(self, {x0, x1, x2}, value, cuda, #T "_set3d");                                   \
-  }                                                                                              \
-  void T##_set4d(__VA_ARGS__ T* self, int64_t x0, int64_t x1, int64_t x2, int64_t x3,            \
-                 real value) {                                                                   \
-    set_element(self, {x0, x1, x2, x3}, value, cuda, #T "_set4d");                               \
-  }                                                                                              \
-  real* S##_data(__VA_ARGS__ const S* self) {                                                    \
-    void* p;                                                                                     \
-    check(aoti_torch_get_data_ptr(handle(self), &p), #S "_data");                                \
-    return static_cast<real*>(p);                                                                \
-  }                                                                                              \
-  ptrdiff_t S##_size(__VA_ARGS__ const S* self) {                                                \
-    return numel(self);                                                                          \
-  }                                                                                              \
-  void S##_fill(__VA_ARGS__ S* self, real value) {                                               \
-    check(aoti_torch_aten_fill__Scalar(handle(self), as_double(value)), #S "_fill");             \
-  }                                                                                              \
-  void S##_retain(__VA_ARGS__ S* self) {                                                         \
-    retain(self, #S "_retain");                                                                  \
-  }                                                                                              \
-  void S##_free(__VA_ARGS__ S* self) {                                                           \
-    release(self);                                                                               \
+#define KFL_DEFINE_MEMORY_API(T, S, real, dtype, cuda, NONE, ...)                                  \
+  static T* T##_made(const Tensor& t) {                                                            \
+    return static_cast<T*>(hand_out(t, 1, false));                                                 \
+  }                                                                                                \
+  T* T##_new(NONE) {                                                                               \
+    return T##_made(empty({0}, aoti_torch_dtype_##dtype(), cuda, #T "_new"));                      \
+  }                                                                                                \
+  T* T##_newWithSize1d(__VA_ARGS__ int64_t s0) {                                                   \
+    return T##_made(empty({s0}, aoti_torch_dtype_##dtype(), cuda, #T "_newWithSize1d"));           \
+  }                                                                                                \
+  T* T##_newWithSize2d(__VA_ARGS__ int64_t s0, int64_t s1) {                                       \
+    return T##_made(empty({s0, s1}, aoti_torch_dtype_##dtype(), cuda, #T "_newWithSize2d"));       \
+  }                                                                                                \
+  T* T##_newWithSize3d(__VA_ARGS__ int64_t s0, int64_t s1, int64_t s2) {                           \
+    return T##_made(empty({s0, s1, s2}, aoti_torch_dtype_##dtype(), cuda, #T "_newWithSize3d"));   \
+  }                                                                                                \
+  T* T##_newWithSize4d(__VA_ARGS__ int64_t s0, int64_t s1, int64_t s2, int64_t s3) {               \
+    return T##_made(                                                                               \
+        empty({s0, s1, s2, s3}, aoti_torch_dtype_##dtype(), cuda, #T "_newWithSize4d"));           \
+  }                                                                                                \
+  T* T##_newWithTensor(__VA_ARGS__ T* src) {                                                       \
+    return T##_made(view_of(src, sizes(src), strides(src), 0, #T "_newWithTensor"));               \
+  }                                                                                                \
+  T* T##_newContiguous(__VA_ARGS__ T* src) {                                                       \
+    return T##_made(torch::stable::contiguous(borrow(src)));                                       \
+  }                                                                                                \
+  T* T##_newClone(__VA_ARGS__ T* src) {                                                            \
+    Tensor out = empty(sizes(src), aoti_torch_dtype_##dtype(), cuda, #T "_newClone");              \
+    torch::stable::copy_(out, borrow(src));                                                        \
+    return T##_made(out);                                                                          \
+  }                                                                                                \
+  T* T##_newSelect(__VA_ARGS__ T* src, int dim, int64_t index) {                                   \
+    return T##_made(torch::stable::select(borrow(src), dim, index));                               \
+  }                                                                                                \
+  T* T##_newNarrow(__VA_ARGS__ T* src, int dim, int64_t first, int64_t size) {                     \
+    Tensor t = borrow(src);                                                                        \
+    return T##_made(torch::stable::narrow(t, dim, first, size));                                   \
+  }                                                                                                \
+  T* T##_newTranspose(__VA_ARGS__ T* src, int dim1, int dim2) {                                    \
+    return T##_made(torch::stable::transpose(borrow(src), dim1, dim2));                            \
+  }                                                                                                \
+  T* T##_newWithSize(__VA_ARGS__ THLongStorage* size, THLongStorage* stride) {                     \
+    const char* fn = #T "_newWithSize";                                                            \
+    std::optional<std::vector<int64_t>> steps;                                                     \
+    if (stride) steps = longs_of(stride, fn);                                                      \
+    return T##_made(empty(longs_of(size, fn), aoti_torch_dtype_##dtype(), cuda, fn, steps));       \
+  }                                                                                                \
+  T* T##_newView(__VA_ARGS__ T* src, THLongStorage* size) {                                        \
+    const char* fn = #T "_newView";                                                                \
+    return T##_made(call("aten::view", "",                                                         \
+                         {torch::stable::detail::from(borrow(src)),                                \
+                          torch::stable::detail::from(longs_of(size, fn))},                        \
+                         fn));                                                                     \
+  }                                                                                                \
+  THLongStorage* T##_newSizeOf(__VA_ARGS__ T* self) {                                              \
+    return long_storage(sizes(self), #T "_newSizeOf");                                             \
+  }                                                                                                \
+  THLongStorage* T##_newStrideOf(__VA_ARGS__ T* self) {                                            \
+    return long_storage(strides(self), #T "_newStrideOf");                                         \
+  }                                                                                                \
+  void T##_resize(__VA_ARGS__ T* self, THLongStorage* size, THLongStorage* stride) {               \
+    const char* fn = #T "_resize";                                                                 \
+    std::optional<std::vector<int64_t>> steps;                                                     \
+    if (stride) steps = longs_of(stride, fn);                                                      \
+    resize_to(self, longs_of(size, fn), steps, aoti_torch_dtype_##dtype(), cuda, fn);              \
+  }                                                                                                \
+  void T##_resizeNd(__VA_ARGS__ T* self, int n, int64_t* size, int64_t* stride) {                  \
+    const char* fn = #T "_resizeNd";                                                               \
+    std::optional<std::vector<int64_t>> steps;                                                     \
+    if (stride) steps = std::vector<int64_t>(stride, stride + n);                                  \
+    resize_to(self, std::vector<int64_t>(size, size + n), steps, aoti_torch_dtype_##dtype(), cuda, \
+              fn);                                                                                 \
+  }                                                                                                \
+  void T##_retain(__VA_ARGS__ T* self) {                                                           \
+    retain(self, #T "_retain");                                                                    \
+  }                                                                                                \
+  void T##_free(__VA_ARGS__ T* self) {                                                             \
+    release(self);                                                                                 \
+  }                                                                                                \
+  void T##_set(__VA_ARGS__ T* self, T* src) {                                                      \
+    set(self, borrow(src), #T "_set");                                                             \
+  }                                                                                                \
+  void T##_select(__VA_ARGS__ T* self, T* src, int dim, int64_t index) {                           \
+    set(self, torch::stable::select(borrow(src ? src : self), dim, index), #T "_select");          \
+  }                                                                                                \
+  void T##_narrow(__VA_ARGS__ T* self, T* src, int dim, int64_t first, int64_t size) {             \
+    Tensor t = borrow(src ? src : self);                                                           \
+    set(self, torch::stable::narrow(t, dim, first, size), #T "_narrow");                           \
+  }                                                                                                \
+  void T##_transpose(__VA_ARGS__ T* self, T* src, int dim1, int dim2) {                            \
+    set(self, torch::stable::transpose(borrow(src ? src : self), dim1, dim2), #T "_transpose");    \
+  }                                                                                                \
+  void T##_squeeze1d(__VA_ARGS__ T* self, T* src, int dim) {                                       \
+    set(self, torch::stable::squeeze(borrow(src ? src : self), dim), #T "_squeeze1d");             \
+  }                                                                                                \
+  void T##_unsqueeze1d(__VA_ARGS__ T* self, T* src, int dim) {                                     \
+    set(self, torch::stable::unsqueeze(borrow(src ? src : self), dim), #T "_unsqueeze1d");         \
+  }                                                                                                \
+  void T##_copy(__VA_ARGS__ T* self, T* src) {                                                     \
+    copy_into(self, src, #T "_copy");                                                              \
+  }                                                                                                \
+  S* T##_storage(__VA_ARGS__ const T* self) {                                                      \
+    return static_cast<S*>(storage_of<real>(self, #T "_storage"));                                 \
+  }                                                                                                \
+  ptrdiff_t T##_storageOffset(__VA_ARGS__ const T* self) {                                         \
+    return storage_offset(self);                                                                   \
+  }                                                                                                \
+  real T##_get1d(__VA_ARGS__ const T* self, int64_t x0) {                                          \
+    return get_element<real>(self, {x0}, cuda, #T "_get1d");                                       \
+  }                                                                                                \
+  real T##_get2d(__VA_ARGS__ const T* self, int64_t x0, int64_t x1) {                              \
+    return get_element<real>(self, {x0, x1}, cuda, #T "_get2d");                                   \
+  }                                                                                                \
+  real T##_get3d(__VA_ARGS__ const T* self, int64_t x0, int64_t x1, int64_t x2) {                  \
+    return get_element<real>(self, {x0, x1, x2}, cuda, #T "_get3d");                               \
+  }                                                                                                \
+  real T##_get4d(__VA_ARGS__ const T* self, int64_t x0, int64_t x1, int64_t x2, int64_t x3) {      \
+    return get_element<real>(self, {x0, x1, x2, x3}, cuda, #T "_get4d");                           \
+  }                                                                                                \
+  void T##_set1d(__VA_ARGS__ T* self, int64_t x0, real value) {                                    \
+    set_element(self, {x0}, value, cuda, #T "_set1d");                                             \
+  }                                                                                                \
+  void T##_set2d(__VA_ARGS__ T* self, int64_t x0, int64_t x1, real value) {                        \
+    set_element(self, {x0, x1}, value, cuda, #T "_set2d");                                         \
+  }                                                                                                \
+  void T##_set3d(__VA_ARGS__ T* self, int64_t x0, int64_t x1, int64_t x2, real value) {            \
+    set_element(self, {x0, x1, x2}, value, cuda, #T "_set3d");                                     \
+  }                                                                                                \
+  void T##_set4d(__VA_ARGS__ T* self, int64_t x0, int64_t x1, int64_t x2, int64_t x3,              \
+                 real value) {                                                                     \
+    set_element(self, {x0, x1, x2, x3}, value, cuda, #T "_set4d");                                 \
+  }                                                                                                \
+  real* S##_data(__VA_ARGS__ const S* self) {                                                      \
+    void* p;                                                                                       \
+    check(aoti_torch_get_data_ptr(handle(self), &p), #S "_data");                                  \
+    return static_cast<real*>(p);                                                                  \
+  }                                                                                                \
+  ptrdiff_t S##_size(__VA_ARGS__ const S* self) {                                                  \
+    return numel(self);                                                                            \
+  }                                                                                                \
+  void S##_fill(__VA_ARGS__ S* self, real value) {                                                 \
+    check(aoti_torch_aten_fill__Scalar(handle(self), as_double(value)), #S "_fill");               \
+  }                                                                                                \
+  S* S##_new(NONE) {                                                                               \
+    return static_cast<S*>(                                                                        \
+        storage_of_values<real>({}, aoti_torch_dtype_##dtype(), cuda, #S "_new"));                 \
+  }                                                                                                \
+  S* S##_newWithSize(__VA_ARGS__ ptrdiff_t n) {                                                    \
+    return static_cast<S*>(                                                                        \
+        hand_out(empty({n}, aoti_torch_dtype_##dtype(), cuda, #S "_newWithSize"), 1, true));       \
+  }                                                                                                \
+  S* S##_newWithSize1(__VA_ARGS__ real v0) {                                                       \
+    return static_cast<S*>(                                                                        \
+        storage_of_values<real>({v0}, aoti_torch_dtype_##dtype(), cuda, #S "_newWithSize1"));      \
+  }                                                                                                \
+  S* S##_newWithSize2(__VA_ARGS__ real v0, real v1) {                                              \
+    return static_cast<S*>(                                                                        \
+        storage_of_values<real>({v0, v1}, aoti_torch_dtype_##dtype(), cuda, #S "_newWithSize2"));  \
+  }                                                                                                \
+  S* S##_newWithSize3(__VA_ARGS__ real v0, real v1, real v2) {                                     \
+    return static_cast<S*>(storage_of_values<real>({v0, v1, v2}, aoti_torch_dtype_##dtype(), cuda, \
+                                                   #S "_newWithSize3"));                           \
+  }                                                                                                \
+  S* S##_newWithSize4(__VA_ARGS__ real v0, real v1, real v2, real v3) {                            \
+    return static_cast<S*>(storage_of_values<real>({v0, v1, v2, v3}, aoti_torch_dtype_##dtype(),   \
+                                                   cuda, #S "_newWithSize4"));                     \
+  }                                                                                                \
+  real S##_get(__VA_ARGS__ const S* self, ptrdiff_t index) {                                       \
+    return get_element<real>(self, {static_cast<int64_t>(index)}, cuda, #S "_get");                \
+  }                                                                                                \
+  void S##_set(__VA_ARGS__ S* self, ptrdiff_t index, real value) {                                 \
+    set_element(self, {static_cast<int64_t>(index)}, value, cuda, #S "_set");                      \
+  }                                                                                                \
+  void S##_retain(__VA_ARGS__ S* self) {                                                           \
+    retain(self, #S "_retain");                                                                    \
+  }                                                                                                \
+  void S##_free(__VA_ARGS__ S* self) {                                                             \
+    release(self);                                                                                 \
   }
 
 // TH's math of every handle type T (TH/TH.h's TH_TENSOR_ARITH_API).

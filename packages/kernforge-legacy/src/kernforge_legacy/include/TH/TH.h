@@ -119,6 +119,10 @@ KFL_NORETURN void kfl_th_assertion_failed(const char* file, int line, const char
   X(Half, THHalfTensor, __VA_ARGS__)     \
   X(BFloat16, THBFloat16Tensor, __VA_ARGS__)
 
+/* TH's sizes and strides came in a THLongStorage (declared with the tensor
+ * types below): THFloatTensor_resize(t, size, NULL). */
+struct THLongStorage;
+
 /* A tensor handle holds the torch tensor (kfl_tensor: not for extension
  * code) and the fields 2017 code read directly: t->size[d] and t->stride[d]
  * (t->nDimension of each) and t->storageOffset. Every function here that
@@ -165,7 +169,14 @@ KFL_NORETURN void kfl_th_assertion_failed(const char* file, int line, const char
  * parameter list of a function with no other parameter. T_get1d ... T_get4d
  * read one element and T_set1d ... T_set4d write one, at indices checked
  * against the sizes (the tensor must have that many dimensions); on a CUDA
- * tensor each is a copy to or from the host, waiting for the current stream. */
+ * tensor each is a copy to or from the host, waiting for the current stream.
+ * Shapes as TH took them, in a THLongStorage: _newWithSize(size, stride),
+ * _resize(self, size, stride) (stride NULL: contiguous; with strides, self
+ * takes a new storage of that layout), _newView(src, size) (a view, one
+ * size may be -1), _newSizeOf / _newStrideOf (new storages, the caller's to
+ * free); _resizeNd(self, n, size, stride) the same from arrays. Storages made
+ * in C: S_new, S_newWithSize(n) and S_newWithSize1(v0) ... 4 (the values),
+ * on the current device for THC; S_get and S_set of one element. */
 #define TH_TENSOR_MEMORY_API(T, S, real, NONE, ...)                                                \
   typedef struct S {                                                                               \
     void* kfl_tensor;                                                                              \
@@ -183,6 +194,12 @@ KFL_NORETURN void kfl_th_assertion_failed(const char* file, int line, const char
   T* T##_newSelect(__VA_ARGS__ T* src, int dim, int64_t index);                                    \
   T* T##_newNarrow(__VA_ARGS__ T* src, int dim, int64_t first, int64_t size);                      \
   T* T##_newTranspose(__VA_ARGS__ T* src, int dim1, int dim2);                                     \
+  T* T##_newWithSize(__VA_ARGS__ struct THLongStorage* size, struct THLongStorage* stride);        \
+  T* T##_newView(__VA_ARGS__ T* src, struct THLongStorage* size);                                  \
+  struct THLongStorage* T##_newSizeOf(__VA_ARGS__ T* self);                                        \
+  struct THLongStorage* T##_newStrideOf(__VA_ARGS__ T* self);                                      \
+  void T##_resize(__VA_ARGS__ T* self, struct THLongStorage* size, struct THLongStorage* stride);  \
+  void T##_resizeNd(__VA_ARGS__ T* self, int nDimension, int64_t* size, int64_t* stride);          \
   void T##_retain(__VA_ARGS__ T* self);                                                            \
   void T##_free(__VA_ARGS__ T* self);                                                              \
   void T##_set(__VA_ARGS__ T* self, T* src);                                                       \
@@ -205,6 +222,14 @@ KFL_NORETURN void kfl_th_assertion_failed(const char* file, int line, const char
   real* S##_data(__VA_ARGS__ const S* self);                                                       \
   ptrdiff_t S##_size(__VA_ARGS__ const S* self);                                                   \
   void S##_fill(__VA_ARGS__ S* self, real value);                                                  \
+  S* S##_new(NONE);                                                                                \
+  S* S##_newWithSize(__VA_ARGS__ ptrdiff_t size);                                                  \
+  S* S##_newWithSize1(__VA_ARGS__ real v0);                                                        \
+  S* S##_newWithSize2(__VA_ARGS__ real v0, real v1);                                               \
+  S* S##_newWithSize3(__VA_ARGS__ real v0, real v1, real v2);                                      \
+  S* S##_newWithSize4(__VA_ARGS__ real v0, real v1, real v2, real v3);                             \
+  real S##_get(__VA_ARGS__ const S* self, ptrdiff_t index);                                        \
+  void S##_set(__VA_ARGS__ S* self, ptrdiff_t index, real value);                                  \
   void S##_retain(__VA_ARGS__ S* self);                                                            \
   void S##_free(__VA_ARGS__ S* self);
 
