@@ -265,6 +265,52 @@ def test_storages_made_in_c(th, device):
     assert th.live_handles() == before
 
 
+GENERIC_NAMES = {torch.float32: "Float", torch.float64: "Double", torch.int64: "Long", torch.uint8: "Byte"}
+
+
+@pytest.mark.parametrize("dtype", GENERIC_NAMES, ids=str)
+def test_th_generic_file_and_apply_loops(th, dtype):
+    """generic/apply.c compiled once per type (THGenerateAllTypes.h), with
+    TH_TENSOR_APPLY3 and TH_TENSOR_DIM_APPLY2 over strided tensors."""
+    name = GENERIC_NAMES[dtype]
+    g = torch.Generator().manual_seed(44)
+    a = torch.randint(0, 40, (5, 4, 3), generator=g).to(dtype).permute(2, 0, 1)  # [3, 5, 4], strided
+    b = torch.randint(0, 40, (4, 3, 5), generator=g).to(dtype).permute(1, 2, 0)  # strided another way
+    if dtype.is_floating_point:
+        a, b = a + torch.rand(a.shape, generator=g, dtype=dtype), b - 0.5
+    out = torch.full((2,), 99, dtype=dtype)
+    assert getattr(th, f"generic_apply_{name}")(out, a, b) == 1
+    torch.testing.assert_close(out, (2 * a + b).to(dtype), rtol=0, atol=0)
+    for dim in range(3):
+        sums = torch.full((1,), 99, dtype=dtype)
+        assert getattr(th, f"generic_dim_sum_{name}")(sums, a, dim) == 1
+        expected = a.double().sum(dim, keepdim=True).to(dtype)
+        torch.testing.assert_close(sums, expected, rtol=1e-6, atol=0)
+    view = a[1:, 2:]  # storage->data + storageOffset is the view's first element
+    assert getattr(th, f"generic_first_{name}")(view) == view[0, 0, 0].item()
+    with pytest.raises(RuntimeError, match=r"inconsistent tensor size: 60 and 59 elements"):
+        getattr(th, f"generic_apply_{name}")(out, a, b.flatten()[1:])
+
+
+def test_storage_field_of_a_view(th):
+    base = _rand(20, dtype=torch.float32, seed=45)
+    assert th.storage_field(base[3:10], 0) == pytest.approx(base[3].item() + 1000 * 20)
+    with pytest.raises(RuntimeError, match=r"THFloatStorage_retain: t->storage is not reference counted"):
+        th.storage_field(base[3:10], 1)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+@pytest.mark.parametrize(
+    "dtype, name", [(torch.float16, "Half"), (torch.float32, "Float"), (torch.float64, "Double")]
+)
+def test_thc_generic_file(th, dtype, name):
+    t = torch.full((4, 5), float("nan"), dtype=dtype, device="cuda")[1:, 2:]  # a view at an offset
+    assert getattr(th, f"thc_generic_fill_{name}")(t, 2.5) == 2.5
+    assert (t == 2.5).all()
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_get_with_the_wrong_number_of_indices_raises(th, device):
     with pytest.raises(RuntimeError, match=r"Tensor_get2d: the tensor must have 2 dimension\(s\), it has 3"):

@@ -424,6 +424,9 @@ class Extension:
         # the folders too, for the old `#include "TH.h"` / `"THCTensor.h"`
         inc = Path(include_dir())
         includes = [f"-I{inc}", f"-I{inc / 'TH'}", f"-I{inc / 'THC'}", *(f"-I{d}" for d in self.include_dirs)]
+        # last, the sources' own folders: TH's generic headers include the
+        # generic file ("generic/foo.c", TH_GENERIC_FILE) by its path from there
+        includes += [f"-I{d}" for d in dict.fromkeys(Path(s).parent for s in self.sources)]
         link = ["-Wl,--no-undefined", f"-L{torch_root / 'lib'}", "-lc10", "-ltorch_cpu", "-ltorch"]
         cxx_extra = [f"-I{torch_root / 'include'}", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"]
         if self.with_cuda:

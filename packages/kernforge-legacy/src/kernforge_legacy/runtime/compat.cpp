@@ -37,27 +37,35 @@
 namespace {
 
 // What tensor and storage handles point to: TH.h's structs, one layout for
-// every tensor type and one for every storage type, the tensor first.
+// every tensor type and one for every storage type, the tensor first. A
+// tensor box holds the storage its `storage` field points to: data and size
+// of the whole storage, the tensor box as its owner (a storage box made by
+// hand_out, a view of the storage, has none).
+struct StorageBox {
+  AtenTensorHandle tensor;
+  void* data;
+  ptrdiff_t size;
+  const void* owner;
+};
 struct TensorBox {
   AtenTensorHandle tensor;
   int64_t* size;
   int64_t* stride;
   int nDimension;
+  StorageBox* storage;
   ptrdiff_t storageOffset;
+  StorageBox own_storage;  // past TH.h's fields
 };
-struct StorageBox {
-  AtenTensorHandle tensor;
-  void* data;
-  ptrdiff_t size;
-};
-static_assert(sizeof(TensorBox) == sizeof(THFloatTensor) &&
+static_assert(sizeof(TensorBox) >= sizeof(THFloatTensor) &&
               offsetof(TensorBox, size) == offsetof(THFloatTensor, size) &&
               offsetof(TensorBox, stride) == offsetof(THFloatTensor, stride) &&
               offsetof(TensorBox, nDimension) == offsetof(THFloatTensor, nDimension) &&
+              offsetof(TensorBox, storage) == offsetof(THFloatTensor, storage) &&
               offsetof(TensorBox, storageOffset) == offsetof(THFloatTensor, storageOffset));
 static_assert(sizeof(StorageBox) == sizeof(THFloatStorage) &&
               offsetof(StorageBox, data) == offsetof(THFloatStorage, data) &&
-              offsetof(StorageBox, size) == offsetof(THFloatStorage, size));
+              offsetof(StorageBox, size) == offsetof(THFloatStorage, size) &&
+              offsetof(StorageBox, owner) == offsetof(THFloatStorage, kfl_owner));
 
 AtenTensorHandle handle(const void* t) {
   return static_cast<const TensorBox*>(t)->tensor;  // a StorageBox's tensor is first too
@@ -86,6 +94,17 @@ int64_t numel(const void* t) {
   return n;
 }
 
+int64_t element_size(AtenTensorHandle t) {
+  int32_t dtype;
+  check(aoti_torch_get_dtype(t, &dtype), "dtype");
+  if (dtype == aoti_torch_dtype_float64() || dtype == aoti_torch_dtype_int64()) return 8;
+  if (dtype == aoti_torch_dtype_float32() || dtype == aoti_torch_dtype_int32()) return 4;
+  if (dtype == aoti_torch_dtype_float16() || dtype == aoti_torch_dtype_bfloat16() ||
+      dtype == aoti_torch_dtype_int16())
+    return 2;
+  return 1;  // uint8, int8, bool
+}
+
 // A tensor handle's fields, from its tensor: after anything that may change
 // its shape, strides or offset.
 void refresh(const void* t) {
@@ -97,6 +116,14 @@ void refresh(const void* t) {
   check(aoti_torch_get_storage_offset(box->tensor, &offset), "storage offset");
   box->nDimension = static_cast<int>(d);
   box->storageOffset = offset;
+  // the storage field: its first element and its size in elements
+  void* data;
+  int64_t nbytes;
+  check(aoti_torch_get_data_ptr(box->tensor, &data), "data");
+  check(aoti_torch_get_storage_size(box->tensor, &nbytes), "storage size");
+  const int64_t item = element_size(box->tensor);
+  box->own_storage = {box->tensor, static_cast<char*>(data) - offset * item, nbytes / item, box};
+  box->storage = &box->own_storage;
 }
 
 // size or stride of `dim`, with TH's bounds check.
@@ -358,6 +385,24 @@ int64_t storage_offset(const void* t) {
   int64_t offset;
   check(aoti_torch_get_storage_offset(handle(t), &offset), "storage offset");
   return offset;
+}
+
+// The whole storage behind a storage handle, as a 1-D tensor from its first
+// element: for a tensor's `storage` field, which has no tensor of its own, a
+// view made now.
+Tensor storage_tensor(const void* s, const char* fn) {
+  const auto* box = static_cast<const StorageBox*>(s);
+  if (box->owner == nullptr) return borrow(s);
+  return view_of(box->owner, {box->size}, {1}, -storage_offset(box->owner), fn);
+}
+
+// A tensor's `storage` field lives as long as the tensor handle: it has no
+// reference count of its own to retain or free.
+void check_counted(const void* s, const char* fn) {
+  if (s != nullptr && static_cast<const StorageBox*>(s)->owner != nullptr)
+    throw std::runtime_error(std::string(fn) +
+                             ": t->storage is not reference counted; to keep a tensor's "
+                             "storage, retain the one T_storage(t) returns");
 }
 
 // The address of one element of t, each index checked against its size, as
@@ -906,6 +951,12 @@ double THLog1p(const double x) {
   return std::log1p(x);
 }
 
+void* kfl_th_data(const void* tensor) {
+  void* p;
+  check(aoti_torch_get_data_ptr(handle(tensor), &p), "TH_TENSOR_APPLY");
+  return p;
+}
+
 long kfl_live_handles(void) {
   std::lock_guard<std::mutex> lock(registry_mutex);
   return static_cast<long>(registry.size());
@@ -1133,15 +1184,14 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
     set_element(self, {x0, x1, x2, x3}, value, cuda, #T "_set4d");                                 \
   }                                                                                                \
   real* S##_data(__VA_ARGS__ const S* self) {                                                      \
-    void* p;                                                                                       \
-    check(aoti_torch_get_data_ptr(handle(self), &p), #S "_data");                                  \
-    return static_cast<real*>(p);                                                                  \
+    return static_cast<real*>(reinterpret_cast<const StorageBox*>(self)->data);                    \
   }                                                                                                \
   ptrdiff_t S##_size(__VA_ARGS__ const S* self) {                                                  \
-    return numel(self);                                                                            \
+    return reinterpret_cast<const StorageBox*>(self)->size;                                        \
   }                                                                                                \
   void S##_fill(__VA_ARGS__ S* self, real value) {                                                 \
-    check(aoti_torch_aten_fill__Scalar(handle(self), as_double(value)), #S "_fill");               \
+    const Tensor whole = storage_tensor(self, #S "_fill");                                         \
+    check(aoti_torch_aten_fill__Scalar(whole.get(), as_double(value)), #S "_fill");                \
   }                                                                                                \
   S* S##_new(NONE) {                                                                               \
     return static_cast<S*>(                                                                        \
@@ -1168,15 +1218,21 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
                                                    cuda, #S "_newWithSize4"));                     \
   }                                                                                                \
   real S##_get(__VA_ARGS__ const S* self, ptrdiff_t index) {                                       \
-    return get_element<real>(self, {static_cast<int64_t>(index)}, cuda, #S "_get");                \
+    const Tensor storage = storage_tensor(self, #S "_get");                                        \
+    const TensorBox whole = box_of(storage);                                                       \
+    return get_element<real>(&whole, {static_cast<int64_t>(index)}, cuda, #S "_get");              \
   }                                                                                                \
   void S##_set(__VA_ARGS__ S* self, ptrdiff_t index, real value) {                                 \
-    set_element(self, {static_cast<int64_t>(index)}, value, cuda, #S "_set");                      \
+    const Tensor storage = storage_tensor(self, #S "_set");                                        \
+    const TensorBox whole = box_of(storage);                                                       \
+    set_element(&whole, {static_cast<int64_t>(index)}, value, cuda, #S "_set");                    \
   }                                                                                                \
   void S##_retain(__VA_ARGS__ S* self) {                                                           \
+    check_counted(self, #S "_retain");                                                             \
     retain(self, #S "_retain");                                                                    \
   }                                                                                                \
   void S##_free(__VA_ARGS__ S* self) {                                                             \
+    check_counted(self, #S "_free");                                                               \
     release(self);                                                                                 \
   }
 

@@ -35,6 +35,28 @@
 #define THMin(X, Y) ((X) < (Y) ? (X) : (Y))
 #define THMax(X, Y) ((X) > (Y) ? (X) : (Y))
 
+/* TH's token pasting, for code written once for many types (TH's generic
+ * files: see THGenerateAllTypes.h). */
+#define TH_CONCAT_STRING_2(x, y) TH_CONCAT_STRING_2_EXPAND(x, y)
+#define TH_CONCAT_STRING_2_EXPAND(x, y) #x #y
+#define TH_CONCAT_STRING_3(x, y, z) TH_CONCAT_STRING_3_EXPAND(x, y, z)
+#define TH_CONCAT_STRING_3_EXPAND(x, y, z) #x #y #z
+#define TH_CONCAT_2(x, y) TH_CONCAT_2_EXPAND(x, y)
+#define TH_CONCAT_2_EXPAND(x, y) x##y
+#define TH_CONCAT_3(x, y, z) TH_CONCAT_3_EXPAND(x, y, z)
+#define TH_CONCAT_3_EXPAND(x, y, z) x##y##z
+#define TH_CONCAT_4(x, y, z, w) TH_CONCAT_4_EXPAND(x, y, z, w)
+#define TH_CONCAT_4_EXPAND(x, y, z, w) x##y##z##w
+/* In a generic file, the names of the type being generated (Real: Float,
+ * Double, Byte, ...): THTensor is THFloatTensor, THTensor_(add)
+ * THFloatTensor_add, THStorage and THStorage_(data) likewise; THBlas_(gemm)
+ * THFloatBlas_gemm. */
+#define THTensor TH_CONCAT_3(TH, Real, Tensor)
+#define THTensor_(NAME) TH_CONCAT_4(TH, Real, Tensor_, NAME)
+#define THStorage TH_CONCAT_3(TH, Real, Storage)
+#define THStorage_(NAME) TH_CONCAT_4(TH, Real, Storage_, NAME)
+#define THBlas_(NAME) TH_CONCAT_4(TH, Real, Blas_, NAME)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -63,6 +85,51 @@ THBFloat16 TH_float2bfloat16(float value);
 KFL_NORETURN void kfl_th_error(const char* file, int line, const char* fmt, ...) KFL_PRINTF(3, 4);
 void kfl_th_arg_check(const char* file, int line, int condition, int arg, const char* fmt, ...)
     KFL_PRINTF(5, 6);
+
+/* For TH's loops (THTensorApply.h, THTensorDimApply.h): the first element
+ * of any tensor handle, and the position arithmetic over a counter of
+ * indices, one per dimension (skip: a dimension left out, or -1). */
+void* kfl_th_data(const void* tensor);
+static inline int64_t kfl_th_offset(const int64_t* stride, const int64_t* counter, int ndim,
+                                    int skip) {
+  int64_t offset = 0;
+  int d;
+  for (d = 0; d < ndim; d++)
+    if (d != skip) offset += counter[d] * stride[d];
+  return offset;
+}
+/* counter := 0; 1 (nothing to visit) when a size outside skip is 0 */
+static inline int kfl_th_first(const int64_t* size, int64_t* counter, int ndim, int skip) {
+  int d, empty = 0;
+  for (d = 0; d < ndim; d++) {
+    counter[d] = 0;
+    if (d != skip && size[d] == 0) empty = 1;
+  }
+  return empty;
+}
+/* the next position, the last dimension fastest; 1 when past the last one */
+static inline int kfl_th_next(const int64_t* size, int64_t* counter, int ndim, int skip) {
+  int d;
+  for (d = ndim - 1; d >= 0; d--) {
+    if (d == skip) continue;
+    if (++counter[d] < size[d]) return 0;
+    counter[d] = 0;
+  }
+  return 1;
+}
+static inline int64_t kfl_th_numel_of(const int64_t* size, int ndim) {
+  int64_t n = 1;
+  int d;
+  for (d = 0; d < ndim; d++) n *= size[d];
+  return n;
+}
+#define kfl_th_numel(TENSOR) kfl_th_numel_of((TENSOR)->size, (TENSOR)->nDimension)
+static inline int kfl_th_same_sizes_except(const int64_t* a, const int64_t* b, int ndim, int skip) {
+  int d;
+  for (d = 0; d < ndim; d++)
+    if (d != skip && a[d] != b[d]) return 0;
+  return 1;
+}
 
 /* TH's heap: malloc, realloc and free that raise (as THError) when memory
  * runs out; a size of 0 gives NULL. THLog1p is log1p. */
@@ -124,22 +191,27 @@ KFL_NORETURN void kfl_th_assertion_failed(const char* file, int line, const char
 struct THLongStorage;
 
 /* A tensor handle holds the torch tensor (kfl_tensor: not for extension
- * code) and the fields 2017 code read directly: t->size[d] and t->stride[d]
- * (t->nDimension of each) and t->storageOffset. Every function here that
- * changes a tensor's shape brings them up to date. Read them; change the
- * tensor through the functions. */
-#define TH_TENSOR_FIELDS \
-  void* kfl_tensor;      \
-  int64_t* size;         \
-  int64_t* stride;       \
-  int nDimension;        \
+ * code) and the fields 2017 code read directly, in TH's order: t->size[d]
+ * and t->stride[d] (t->nDimension of each), t->storage (its fields
+ * t->storage->data, the first element of the whole storage, and
+ * t->storage->size, in elements) and t->storageOffset, so that TH's
+ * `t->storage->data + t->storageOffset` is the tensor's first element.
+ * Every function here that changes a tensor's shape brings them up to date.
+ * Read them; change the tensor through the functions. S is the type's
+ * storage (TH_TENSOR_MEMORY_API). */
+#define TH_TENSOR_FIELDS(S) \
+  void* kfl_tensor;         \
+  int64_t* size;            \
+  int64_t* stride;          \
+  int nDimension;           \
+  struct S* storage;        \
   ptrdiff_t storageOffset;
 
-/* The API of one handle type T, each function taking the variadic
- * arguments first (nothing for TH, the THCState for THC). */
-#define TH_TENSOR_API(T, real, ...)                                                    \
+/* The API of one handle type T (storage type S), each function taking the
+ * variadic arguments first (nothing for TH, the THCState for THC). */
+#define TH_TENSOR_API(T, S, real, ...)                                                 \
   typedef struct T {                                                                   \
-    TH_TENSOR_FIELDS                                                                   \
+    TH_TENSOR_FIELDS(S)                                                                \
   } T;                                                                                 \
   real* T##_data(__VA_ARGS__ const T* self);                                           \
   ptrdiff_t T##_nElement(__VA_ARGS__ const T* self);                                   \
@@ -182,6 +254,7 @@ struct THLongStorage;
     void* kfl_tensor;                                                                              \
     real* data;                                                                                    \
     ptrdiff_t size;                                                                                \
+    const void* kfl_owner;                                                                         \
   } S;                                                                                             \
   T* T##_new(NONE);                                                                                \
   T* T##_newWithSize1d(__VA_ARGS__ int64_t size0);                                                 \
@@ -259,7 +332,7 @@ struct THLongStorage;
   void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec);
 
 #define TH_CPU_TENSOR_API(T, S, real, dtype) \
-  TH_TENSOR_API(T, real, )                   \
+  TH_TENSOR_API(T, S, real, )                \
   TH_TENSOR_MEMORY_API(T, S, real, void, )
 TH_FORALL_CPU_TENSORS(TH_CPU_TENSOR_API)
 #undef TH_CPU_TENSOR_API
@@ -296,5 +369,9 @@ TH_BLAS_API(THDoubleBlas, double)
 #ifdef __cplusplus
 }
 #endif
+
+/* as TH.h did: its loops too */
+#include <TH/THTensorApply.h>
+#include <TH/THTensorDimApply.h>
 
 #endif /* KERNFORGE_LEGACY_TH_H */

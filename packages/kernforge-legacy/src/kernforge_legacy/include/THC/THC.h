@@ -22,6 +22,15 @@ extern "C" {
 
 typedef struct THCState THCState;
 
+/* In a THC generic file (THCGenerateAllTypes.h), the names of the type being
+ * generated (CReal: Cuda, CudaDouble, CudaByte, ...): THCTensor is
+ * THCudaTensor, THCTensor_(add) THCudaTensor_add, THCStorage and
+ * THCStorage_(NAME) likewise. */
+#define THCTensor TH_CONCAT_3(TH, CReal, Tensor)
+#define THCTensor_(NAME) TH_CONCAT_4(TH, CReal, Tensor_, NAME)
+#define THCStorage TH_CONCAT_3(TH, CReal, Storage)
+#define THCStorage_(NAME) TH_CONCAT_4(TH, CReal, Storage_, NAME)
+
 /* The current CUDA stream of the current device (torch's, not the default). */
 cudaStream_t THCState_getCurrentStream(THCState* state);
 /* The current stream of `device`, the current device, the number of devices. */
@@ -106,7 +115,7 @@ cudaError_t THCudaFree(THCState* state, void* ptr);
 /* The same API as TH's (TH/TH.h), each function taking the state first;
  * tensors THC makes are on the current device. */
 #define TH_CUDA_TENSOR_API(T, S, real, dtype)                          \
-  TH_TENSOR_API(T, real, THCState* state, )                            \
+  TH_TENSOR_API(T, S, real, THCState* state, )                         \
   TH_TENSOR_MEMORY_API(T, S, real, THCState* state, THCState* state, ) \
   THC_TENSOR_DEVICE_API(T)
 TH_FORALL_CUDA_TENSORS(TH_CUDA_TENSOR_API)
