@@ -1,23 +1,3 @@
-/* TH/THGenerateCharType.h: the generic file TH_GENERIC_FILE names, compiled once for
- * int8_t (Char): real, accreal, Real and TH_REAL_IS_CHAR defined
- * while it is included (see THGenerateAllTypes.h). */
-#ifndef TH_GENERIC_FILE
-#error "define TH_GENERIC_FILE (the generic file) before including THGenerateCharType.h"
-#endif
-#define real int8_t
-#define accreal int64_t
-#define Real Char
-#define TH_REAL_IS_CHAR
-#define TH_CONVERT_REAL_TO_ACCREAL(_val) (accreal)(_val)
-#define TH_CONVERT_ACCREAL_TO_REAL(_val) (real)(_val)
-#line 1 TH_GENERIC_FILE
-#include TH_GENERIC_FILE
-#undef real
-#undef accreal
-#undef Real
-#undef TH_REAL_IS_CHAR
-#undef TH_CONVERT_REAL_TO_ACCREAL
-#undef TH_CONVERT_ACCREAL_TO_REAL
-#ifndef THGenerateManyTypes
-#undef TH_GENERIC_FILE
-#endif
+/* TH/THGenerateCharType.h: TH_GENERIC_FILE once for int8_t (see kfl_generate.h). */
+#define KFL_GENERATE 2
+#include "kfl_generate.h"

@@ -1,23 +1,3 @@
-/* TH/THGenerateFloatType.h: the generic file TH_GENERIC_FILE names, compiled once for
- * float (Float): real, accreal, Real and TH_REAL_IS_FLOAT defined
- * while it is included (see THGenerateAllTypes.h). */
-#ifndef TH_GENERIC_FILE
-#error "define TH_GENERIC_FILE (the generic file) before including THGenerateFloatType.h"
-#endif
-#define real float
-#define accreal double
-#define Real Float
-#define TH_REAL_IS_FLOAT
-#define TH_CONVERT_REAL_TO_ACCREAL(_val) (accreal)(_val)
-#define TH_CONVERT_ACCREAL_TO_REAL(_val) (real)(_val)
-#line 1 TH_GENERIC_FILE
-#include TH_GENERIC_FILE
-#undef real
-#undef accreal
-#undef Real
-#undef TH_REAL_IS_FLOAT
-#undef TH_CONVERT_REAL_TO_ACCREAL
-#undef TH_CONVERT_ACCREAL_TO_REAL
-#ifndef THGenerateManyTypes
-#undef TH_GENERIC_FILE
-#endif
+/* TH/THGenerateFloatType.h: TH_GENERIC_FILE once for float (see kfl_generate.h). */
+#define KFL_GENERATE 6
+#include "kfl_generate.h"

@@ -1,23 +1,3 @@
-/* TH/THGenerateIntType.h: the generic file TH_GENERIC_FILE names, compiled once for
- * int32_t (Int): real, accreal, Real and TH_REAL_IS_INT defined
- * while it is included (see THGenerateAllTypes.h). */
-#ifndef TH_GENERIC_FILE
-#error "define TH_GENERIC_FILE (the generic file) before including THGenerateIntType.h"
-#endif
-#define real int32_t
-#define accreal int64_t
-#define Real Int
-#define TH_REAL_IS_INT
-#define TH_CONVERT_REAL_TO_ACCREAL(_val) (accreal)(_val)
-#define TH_CONVERT_ACCREAL_TO_REAL(_val) (real)(_val)
-#line 1 TH_GENERIC_FILE
-#include TH_GENERIC_FILE
-#undef real
-#undef accreal
-#undef Real
-#undef TH_REAL_IS_INT
-#undef TH_CONVERT_REAL_TO_ACCREAL
-#undef TH_CONVERT_ACCREAL_TO_REAL
-#ifndef THGenerateManyTypes
-#undef TH_GENERIC_FILE
-#endif
+/* TH/THGenerateIntType.h: TH_GENERIC_FILE once for int32_t (see kfl_generate.h). */
+#define KFL_GENERATE 4
+#include "kfl_generate.h"

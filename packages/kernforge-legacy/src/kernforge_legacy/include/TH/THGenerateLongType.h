@@ -1,23 +1,3 @@
-/* TH/THGenerateLongType.h: the generic file TH_GENERIC_FILE names, compiled once for
- * int64_t (Long): real, accreal, Real and TH_REAL_IS_LONG defined
- * while it is included (see THGenerateAllTypes.h). */
-#ifndef TH_GENERIC_FILE
-#error "define TH_GENERIC_FILE (the generic file) before including THGenerateLongType.h"
-#endif
-#define real int64_t
-#define accreal int64_t
-#define Real Long
-#define TH_REAL_IS_LONG
-#define TH_CONVERT_REAL_TO_ACCREAL(_val) (accreal)(_val)
-#define TH_CONVERT_ACCREAL_TO_REAL(_val) (real)(_val)
-#line 1 TH_GENERIC_FILE
-#include TH_GENERIC_FILE
-#undef real
-#undef accreal
-#undef Real
-#undef TH_REAL_IS_LONG
-#undef TH_CONVERT_REAL_TO_ACCREAL
-#undef TH_CONVERT_ACCREAL_TO_REAL
-#ifndef THGenerateManyTypes
-#undef TH_GENERIC_FILE
-#endif
+/* TH/THGenerateLongType.h: TH_GENERIC_FILE once for int64_t (see kfl_generate.h). */
+#define KFL_GENERATE 5
+#include "kfl_generate.h"

@@ -1,25 +1,3 @@
-/* THC/THCGenerateByteType.h: the generic file THC_GENERIC_FILE names, compiled once for
- * uint8_t (Byte, CudaByte): real, accreal, Real, CReal and THC_REAL_IS_BYTE defined
- * while it is included (see THGenerateAllTypes.h). */
-#ifndef THC_GENERIC_FILE
-#error "define THC_GENERIC_FILE (the generic file) before including THCGenerateByteType.h"
-#endif
-#define real uint8_t
-#define accreal int64_t
-#define Real Byte
-#define CReal CudaByte
-#define THC_REAL_IS_BYTE
-#define TH_CONVERT_REAL_TO_ACCREAL(_val) (accreal)(_val)
-#define TH_CONVERT_ACCREAL_TO_REAL(_val) (real)(_val)
-#line 1 THC_GENERIC_FILE
-#include THC_GENERIC_FILE
-#undef real
-#undef accreal
-#undef Real
-#undef CReal
-#undef THC_REAL_IS_BYTE
-#undef TH_CONVERT_REAL_TO_ACCREAL
-#undef TH_CONVERT_ACCREAL_TO_REAL
-#ifndef THCGenerateManyTypes
-#undef THC_GENERIC_FILE
-#endif
+/* THC/THCGenerateByteType.h: THC_GENERIC_FILE once for uint8_t (CudaByte) (see kfl_generate.h). */
+#define KFL_GENERATE 1
+#include "kfl_generate.h"

@@ -1,25 +1,3 @@
-/* THC/THCGenerateFloatType.h: the generic file THC_GENERIC_FILE names, compiled once for
- * float (Float, Cuda): real, accreal, Real, CReal and THC_REAL_IS_FLOAT defined
- * while it is included (see THGenerateAllTypes.h). */
-#ifndef THC_GENERIC_FILE
-#error "define THC_GENERIC_FILE (the generic file) before including THCGenerateFloatType.h"
-#endif
-#define real float
-#define accreal float
-#define Real Float
-#define CReal Cuda
-#define THC_REAL_IS_FLOAT
-#define TH_CONVERT_REAL_TO_ACCREAL(_val) (accreal)(_val)
-#define TH_CONVERT_ACCREAL_TO_REAL(_val) (real)(_val)
-#line 1 THC_GENERIC_FILE
-#include THC_GENERIC_FILE
-#undef real
-#undef accreal
-#undef Real
-#undef CReal
-#undef THC_REAL_IS_FLOAT
-#undef TH_CONVERT_REAL_TO_ACCREAL
-#undef TH_CONVERT_ACCREAL_TO_REAL
-#ifndef THCGenerateManyTypes
-#undef THC_GENERIC_FILE
-#endif
+/* THC/THCGenerateFloatType.h: THC_GENERIC_FILE once for float (Cuda) (see kfl_generate.h). */
+#define KFL_GENERATE 6
+#include "kfl_generate.h"

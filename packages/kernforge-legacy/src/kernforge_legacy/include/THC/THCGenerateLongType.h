@@ -1,25 +1,3 @@
-/* THC/THCGenerateLongType.h: the generic file THC_GENERIC_FILE names, compiled once for
- * int64_t (Long, CudaLong): real, accreal, Real, CReal and THC_REAL_IS_LONG defined
- * while it is included (see THGenerateAllTypes.h). */
-#ifndef THC_GENERIC_FILE
-#error "define THC_GENERIC_FILE (the generic file) before including THCGenerateLongType.h"
-#endif
-#define real int64_t
-#define accreal int64_t
-#define Real Long
-#define CReal CudaLong
-#define THC_REAL_IS_LONG
-#define TH_CONVERT_REAL_TO_ACCREAL(_val) (accreal)(_val)
-#define TH_CONVERT_ACCREAL_TO_REAL(_val) (real)(_val)
-#line 1 THC_GENERIC_FILE
-#include THC_GENERIC_FILE
-#undef real
-#undef accreal
-#undef Real
-#undef CReal
-#undef THC_REAL_IS_LONG
-#undef TH_CONVERT_REAL_TO_ACCREAL
-#undef TH_CONVERT_ACCREAL_TO_REAL
-#ifndef THCGenerateManyTypes
-#undef THC_GENERIC_FILE
-#endif
+/* THC/THCGenerateLongType.h: THC_GENERIC_FILE once for int64_t (CudaLong) (see kfl_generate.h). */
+#define KFL_GENERATE 5
+#include "kfl_generate.h"

@@ -1,25 +1,4 @@
-/* THC/THCGenerateShortType.h: the generic file THC_GENERIC_FILE names, compiled once for
- * int16_t (Short, CudaShort): real, accreal, Real, CReal and THC_REAL_IS_SHORT defined
- * while it is included (see THGenerateAllTypes.h). */
-#ifndef THC_GENERIC_FILE
-#error "define THC_GENERIC_FILE (the generic file) before including THCGenerateShortType.h"
-#endif
-#define real int16_t
-#define accreal int64_t
-#define Real Short
-#define CReal CudaShort
-#define THC_REAL_IS_SHORT
-#define TH_CONVERT_REAL_TO_ACCREAL(_val) (accreal)(_val)
-#define TH_CONVERT_ACCREAL_TO_REAL(_val) (real)(_val)
-#line 1 THC_GENERIC_FILE
-#include THC_GENERIC_FILE
-#undef real
-#undef accreal
-#undef Real
-#undef CReal
-#undef THC_REAL_IS_SHORT
-#undef TH_CONVERT_REAL_TO_ACCREAL
-#undef TH_CONVERT_ACCREAL_TO_REAL
-#ifndef THCGenerateManyTypes
-#undef THC_GENERIC_FILE
-#endif
+/* THC/THCGenerateShortType.h: THC_GENERIC_FILE once for int16_t (CudaShort) (see kfl_generate.h).
+ */
+#define KFL_GENERATE 3
+#include "kfl_generate.h"
