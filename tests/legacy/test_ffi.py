@@ -403,6 +403,44 @@ def test_a_header_function_with_cpp_linkage_fails_with_a_message_saying_extern_c
     )
 
 
+def test_cc_a_cxx_compiler_builds_cxx_in_c_sources(tmp_path, workdir, monkeypatch):
+    """`CC=g++ python build.py`, as 2017 READMEs had it for .c sources that
+    include C++ (a CUDA kernel's templates): the .c sources compile as C++
+    and the header's functions have C++ linkage, as cffi's wrapper had when
+    CC compiled it too. A generic file (THGenerateFloatTypes.h) compiles the
+    same way."""
+    monkeypatch.setenv("CC", "g++")
+    _write(
+        tmp_path,
+        {
+            "twice.h": "template <typename T> T twice(T x) { return 2 * x; }\n",
+            "generic/fill.c": '#ifndef TH_GENERIC_FILE\n#define TH_GENERIC_FILE "generic/fill.c"\n#else\n'
+            "void TH_CONCAT_2(fill_, Real)(THTensor *t) { THTensor_(fill)(t, twice<real>(3)); }\n#endif\n",
+        },
+    )
+    ext = _extension(
+        tmp_path,
+        "int f(THFloatTensor *x, THDoubleTensor *y);",
+        '#include <TH/TH.h>\n#include "twice.h"\n'
+        '#include "generic/fill.c"\n#include "THGenerateFloatTypes.h"\n'
+        "int f(THFloatTensor *x, THDoubleTensor *y) { fill_Float(x); fill_Double(y); return twice(21); }\n",
+        verbose=False,
+    )
+    module = _load(ext.build(), "fixture_cc_cxx")
+    x, y = torch.full((3,), float("nan")), torch.full((2,), float("nan"), dtype=torch.float64)
+    assert module.f(x, y) == 42
+    assert x.tolist() == [6.0] * 3 and y.tolist() == [6.0] * 2
+
+
+def test_cc_a_cxx_compiler_and_an_extern_c_definition_fail_with_a_message(tmp_path, workdir, monkeypatch):
+    monkeypatch.setenv("CC", "g++")
+    ext = _extension(tmp_path, "int f(int n);", 'extern "C" int f(int n) { return n; }\n', verbose=False)
+    with pytest.raises(
+        ffi.BuildError, match=r"(?s)no source defines with C\+\+ linkage \(CC=g\+\+ compiles.*\n  f$"
+    ):
+        ext.build()
+
+
 def test_headers_at_their_old_paths(tmp_path, workdir):
     """2017 code included TH's headers with and without their folder, and by
     their own names; each resolves to what kernforge-legacy provides."""
