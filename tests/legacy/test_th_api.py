@@ -292,6 +292,16 @@ def test_th_generic_file_and_apply_loops(th, dtype):
         getattr(th, f"generic_apply_{name}")(out, a, b.flatten()[1:])
 
 
+def test_arg_check_with_cleanup_and_thgeneral_macros(th):
+    info = torch.empty(0, dtype=torch.int64)
+    freed = th.cleanup_check(1, info)
+    assert info.tolist() == [freed - 1, 3141592, 1]  # M_PI, TH_CONCAT_STRING_4
+    with pytest.raises(RuntimeError, match=r"invalid argument 1: ok is 0 \(.*th_api\.c:\d+\)"):
+        th.cleanup_check(0, info)
+    th.cleanup_check(1, info)
+    assert info[0] == freed + 1  # the failing call freed its buffer before raising
+
+
 def test_storage_field_of_a_view(th):
     base = _rand(20, dtype=torch.float32, seed=45)
     assert th.storage_field(base[3:10], 0) == pytest.approx(base[3].item() + 1000 * 20)

@@ -34,6 +34,9 @@
 #define THInf DBL_MAX
 #define THMin(X, Y) ((X) < (Y) ? (X) : (Y))
 #define THMax(X, Y) ((X) > (Y) ? (X) : (Y))
+#ifndef M_PI /* TH's: math.h leaves it out under a strict -std=c99 */
+#define M_PI 3.14159265358979323846
+#endif
 
 /* TH's token pasting, for code written once for many types (TH's generic
  * files: see THGenerateAllTypes.h). */
@@ -41,6 +44,8 @@
 #define TH_CONCAT_STRING_2_EXPAND(x, y) #x #y
 #define TH_CONCAT_STRING_3(x, y, z) TH_CONCAT_STRING_3_EXPAND(x, y, z)
 #define TH_CONCAT_STRING_3_EXPAND(x, y, z) #x #y #z
+#define TH_CONCAT_STRING_4(x, y, z, w) TH_CONCAT_STRING_4_EXPAND(x, y, z, w)
+#define TH_CONCAT_STRING_4_EXPAND(x, y, z, w) #x #y #z #w
 #define TH_CONCAT_2(x, y) TH_CONCAT_2_EXPAND(x, y)
 #define TH_CONCAT_2_EXPAND(x, y) x##y
 #define TH_CONCAT_3(x, y, z) TH_CONCAT_3_EXPAND(x, y, z)
@@ -146,6 +151,15 @@ long kfl_live_handles(void);
 /* THError("bad value %d", v) and THArgCheck(cond, arg_number, "message"). */
 #define THError(...) kfl_th_error(__FILE__, __LINE__, __VA_ARGS__)
 #define THArgCheck(...) kfl_th_arg_check(__FILE__, __LINE__, __VA_ARGS__)
+/* THArgCheckWithCleanup(cond, THCleanup(THFree(p);), arg_number, "message"):
+ * the cleanup runs before the raise when cond is false. */
+#define THCleanup(...) __VA_ARGS__
+#define THArgCheckWithCleanup(condition, cleanup, ...)              \
+  do {                                                              \
+    if (!(condition)) {                                             \
+      cleanup kfl_th_arg_check(__FILE__, __LINE__, 0, __VA_ARGS__); \
+    }                                                               \
+  } while (0)
 /* THAssert(cond) and THAssertMsg(cond, "message %d", v): raise (as THError),
  * naming the condition, when it is false. */
 KFL_NORETURN void kfl_th_assertion_failed(const char* file, int line, const char* condition,

@@ -10,9 +10,12 @@
 
 #include <TH/TH.h>
 
-#define KFL_DIM_APPLY_SLICE(TYPE, TENSOR, DIMENSION) \
-  TYPE* TENSOR##_data = NULL;                        \
-  int64_t TENSOR##_stride = (TENSOR)->stride[DIMENSION], TENSOR##_size = (TENSOR)->size[DIMENSION];
+#define KFL_DIM_APPLY_SLICE(TYPE, TENSOR, DIMENSION)     \
+  TYPE* TENSOR##_data = NULL;                            \
+  int64_t TENSOR##_stride = (TENSOR)->stride[DIMENSION], \
+          TENSOR##_size = (TENSOR)->size[DIMENSION];     \
+  (void)TENSOR##_stride;                                 \
+  (void)TENSOR##_size; /* CODE may use neither */
 #define KFL_DIM_APPLY_POINT(TYPE, TENSOR, DIMENSION)                                            \
   TENSOR##_data =                                                                               \
       (TYPE*)kfl_th_data(TENSOR) + kfl_th_offset((TENSOR)->stride, TH_TENSOR_DIM_APPLY_counter, \
