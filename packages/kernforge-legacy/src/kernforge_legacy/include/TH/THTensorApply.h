@@ -9,6 +9,7 @@
 #include <TH/TH.h>
 
 #define KFL_APPLY_BEGIN(TYPE, TENSOR)                                                             \
+  TYPE* const TENSOR##_kfl_first = (TYPE*)kfl_th_data(TENSOR);                                    \
   TYPE* TENSOR##_data = NULL;                                                                     \
   int64_t* TENSOR##_counter =                                                                     \
       (int64_t*)THAlloc(sizeof(int64_t) * ((TENSOR)->nDimension > 0 ? (TENSOR)->nDimension : 1)); \
@@ -17,8 +18,8 @@
   if (kfl_th_numel(TENSOR) != kfl_th_numel(TENSOR1))                                       \
     THError("inconsistent tensor size: %ld and %ld elements", (long)kfl_th_numel(TENSOR1), \
             (long)kfl_th_numel(TENSOR));
-#define KFL_APPLY_POINT(TYPE, TENSOR)          \
-  TENSOR##_data = (TYPE*)kfl_th_data(TENSOR) + \
+#define KFL_APPLY_POINT(TYPE, TENSOR)  \
+  TENSOR##_data = TENSOR##_kfl_first + \
                   kfl_th_offset((TENSOR)->stride, TENSOR##_counter, (TENSOR)->nDimension, -1);
 #define KFL_APPLY_NEXT(TENSOR) \
   kfl_th_next((TENSOR)->size, TENSOR##_counter, (TENSOR)->nDimension, -1);

@@ -10,16 +10,17 @@
 
 #include <TH/TH.h>
 
-#define KFL_DIM_APPLY_SLICE(TYPE, TENSOR, DIMENSION)     \
-  TYPE* TENSOR##_data = NULL;                            \
-  int64_t TENSOR##_stride = (TENSOR)->stride[DIMENSION], \
-          TENSOR##_size = (TENSOR)->size[DIMENSION];     \
-  (void)TENSOR##_stride;                                 \
+#define KFL_DIM_APPLY_SLICE(TYPE, TENSOR, DIMENSION)           \
+  TYPE* const TENSOR##_kfl_first = (TYPE*)kfl_th_data(TENSOR); \
+  TYPE* TENSOR##_data = NULL;                                  \
+  int64_t TENSOR##_stride = (TENSOR)->stride[DIMENSION],       \
+          TENSOR##_size = (TENSOR)->size[DIMENSION];           \
+  (void)TENSOR##_stride;                                       \
   (void)TENSOR##_size; /* CODE may use neither */
-#define KFL_DIM_APPLY_POINT(TYPE, TENSOR, DIMENSION)                                            \
-  TENSOR##_data =                                                                               \
-      (TYPE*)kfl_th_data(TENSOR) + kfl_th_offset((TENSOR)->stride, TH_TENSOR_DIM_APPLY_counter, \
-                                                 (TENSOR)->nDimension, DIMENSION);
+#define KFL_DIM_APPLY_POINT(TYPE, TENSOR, DIMENSION)                                    \
+  TENSOR##_data =                                                                       \
+      TENSOR##_kfl_first + kfl_th_offset((TENSOR)->stride, TH_TENSOR_DIM_APPLY_counter, \
+                                         (TENSOR)->nDimension, DIMENSION);
 #define KFL_DIM_APPLY_CHECK(TENSOR1, TENSOR, DIMENSION)                                            \
   if ((TENSOR)->nDimension != (TENSOR1)->nDimension)                                               \
     THError("inconsistent tensor sizes: %d and %d dimensions", (TENSOR1)->nDimension,              \
