@@ -366,8 +366,11 @@ def test_thc_assert_same_gpu_and_check_warn(th, capfd):
     assert th.same_gpu_cuda(a, b, 1) == 1  # the warning is printed, nothing raised
     assert "THCudaCheckWarn FAIL" in capfd.readouterr().err and th.same_gpu_cuda(a, b, 0) == 1
     if torch.cuda.device_count() > 1:
-        with torch.cuda.device(1), pytest.raises(RuntimeError, match="arguments are located on different"):
-            th.same_gpu_cuda(a, b, 0)
+        # the first CUDA tensor's device is current during a call, whichever device was before
+        with torch.cuda.device(1):
+            assert th.same_gpu_cuda(a, b, 0) == 1 and torch.cuda.current_device() == 1
+        with pytest.raises(RuntimeError, match="arguments are located on different"):
+            th.same_gpu_cuda(a, b.to("cuda:1"), 0)
 
 
 @pytest.mark.parametrize("device", DEVICES)
