@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +40,9 @@ from pathlib import Path
 
 import nox
 import tomllib
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "ci"))
+import sanitizer_log
 
 ROOT = Path(__file__).resolve().parent
 MATRIX = tomllib.loads((ROOT / "ci" / "matrix.toml").read_text())
@@ -296,7 +298,7 @@ def test_cuda(session: nox.Session) -> None:
     arguments go to pytest."""
     wheels, pytest_args = _split_wheels_arg(session)
     _prepare_cuda_session(session, wheels)
-    session.run("python", "-m", "pytest", "tests", "-m", "not slow", *pytest_args)
+    session.run("python", "-m", "pytest", "tests", "-m", "not slow", *pytest_args, env=_spread_env())
 
 
 # compute-sanitizer's tools, each over the tests marked `sanitize` (every op,
@@ -337,8 +339,10 @@ def _and_k(args: list[str], expression: str) -> list[str]:
 @nox.session
 def sanitize(session: nox.Session) -> None:
     """The CUDA tests marked `sanitize` under each compute-sanitizer tool
-    (`-- memcheck racecheck` picks tools; `--wheels DIR` as test-cuda). Fails
-    on any error a tool reports; each tool's summary line is printed last."""
+    (`-- memcheck racecheck` picks tools; `--wheels DIR` as test-cuda; other
+    arguments go to pytest, e.g. `-n 16` for pytest-xdist workers, which the
+    sanitizer follows and which share a host's GPUs). Fails on any error a
+    tool reports; each tool's summary line is printed last."""
     wheels, args = _split_wheels_arg(session)
     tools = [a for a in args if a in SANITIZERS] or list(SANITIZERS)
     pytest_args = [a for a in args if a not in SANITIZERS]
@@ -348,7 +352,7 @@ def sanitize(session: nox.Session) -> None:
     if not Path(sanitizer).exists():
         session.error("compute-sanitizer not found (PATH or $CUDA_HOME/bin)")
     _prepare_cuda_session(session, wheels)
-    summaries = []
+    verdicts = []
     for tool in tools:
         SANITIZE_LOGS.mkdir(exist_ok=True)
         log = SANITIZE_LOGS / f"{tool}.log"
@@ -357,42 +361,22 @@ def sanitize(session: nox.Session) -> None:
                 sanitizer, f"--tool={tool}", "--error-exitcode=1", *SANITIZERS[tool],
                 "python", "-m", "pytest", "tests", "-m", "cuda and sanitize", "-q", "-p", "no:cacheprovider",
                 *(_and_k(pytest_args, f"not ({INITCHECK_BLIND})") if tool == "initcheck" else pytest_args),
-                env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, external=True,
+                env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", **_spread_env()}, external=True,
                 stdout=out, stderr=subprocess.STDOUT, success_codes=[0, 1],
             )  # fmt: skip
-        text = log.read_text()
-        summary = next(  # racecheck's reads "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
-            (line for line in reversed(text.splitlines()) if "SUMMARY: " in line), "no summary"
-        )
-        if tool == "racecheck":
-            summary = _racecheck_outside_cublas(text, summary)
-        passed = next(
-            (line for line in reversed(text.splitlines()) if " passed" in line or " failed" in line), ""
-        )
-        summaries.append(f"{tool}: {summary.strip('= ')} | {passed.strip('= ')}")
-    for line in summaries:
+        verdicts.append(sanitizer_log.verdict(tool, log.read_text()))
+    for _, line in verdicts:
         session.log(line)
-    clean = ("ERROR SUMMARY: 0 errors", "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)")
-    if any(
-        not any(c in line for c in clean) or " failed" in line or "passed" not in line for line in summaries
-    ):
+    if not all(clean for clean, _ in verdicts):
         session.error(f"compute-sanitizer reported errors or tests failed (logs in {SANITIZE_LOGS})")
 
 
-def _racecheck_outside_cublas(log: str, summary: str) -> str:
-    """racecheck's summary, reading clean when every hazard it reported lies
-    inside cuBLAS's own Hopper GEMM kernels (nvjet_*): they stage tiles in
-    shared memory with asynchronous copies that racecheck reports as WAR
-    hazards (seen in the GEMMs kernforge's sequence op runs through torch's
-    mm, bf16 and fp16). Excluding them from instrumentation instead
-    (--kernel-name-exclude) made the sanitizer fail on a hardware exception."""
-    reports = log.split("Error: ")[1:]
-    kernels = [re.findall(r"(?:Thread \([^)]*\)|access) at (\S+?)\+0x", r) for r in reports]
-    ours = [k for k in kernels if not k or not all(name.startswith("nvjet_") for name in k)]
-    if not reports or ours or "hazard" not in summary:
-        return summary
-    clean = "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
-    return f"{clean} outside cuBLAS; {summary.strip('= ')} in nvjet_*"
+def _spread_env() -> dict[str, str]:
+    """KERNFORGE_SPREAD_GPUS for tests/conftest.py: on a host of several GPUs
+    each pytest-xdist worker takes its own GPU as "cuda"."""
+    import torch
+
+    return {"KERNFORGE_SPREAD_GPUS": str(torch.cuda.device_count())}
 
 
 def _prepare_cuda_session(session: nox.Session, wheels: list[str]) -> None:

@@ -3,8 +3,34 @@ over, and the helpers that make inputs in each layout."""
 
 from __future__ import annotations
 
-import pytest
-import torch
+import os
+
+
+def gpu_order_for_worker(worker: str, gpus: int, visible: str | None) -> str | None:
+    """The CUDA_VISIBLE_DEVICES that puts pytest-xdist worker `worker`
+    ("gw3") on its own GPU of `gpus`: the visible list rotated by the
+    worker's number, so its "cuda" is GPU k mod n and a test still sees every
+    GPU. None outside a worker or with fewer than two GPUs."""
+    ids = visible.split(",") if visible else [str(i) for i in range(gpus)]
+    if not worker.startswith("gw") or len(ids) < 2:
+        return None
+    k = int(worker[2:]) % len(ids)
+    return ",".join(ids[k:] + ids[:k])
+
+
+# The noxfile's GPU sessions set KERNFORGE_SPREAD_GPUS to the host's GPU count,
+# so that parallel workers share the GPUs; it must act before CUDA starts.
+if int(os.environ.get("KERNFORGE_SPREAD_GPUS") or 0) > 1:
+    _order = gpu_order_for_worker(
+        os.environ.get("PYTEST_XDIST_WORKER", ""),
+        int(os.environ["KERNFORGE_SPREAD_GPUS"]),
+        os.environ.get("CUDA_VISIBLE_DEVICES"),
+    )
+    if _order is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = _order
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 INT_DTYPES = [torch.int32, torch.int64]

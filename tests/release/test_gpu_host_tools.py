@@ -1,0 +1,114 @@
+"""The GPU host's tooling that runs without a GPU: reading compute-sanitizer's
+log for `nox -s sanitize` (ci/sanitizer_log.py), and the GPU each
+pytest-xdist worker takes on a host of several (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import gpu_order_for_worker
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ci"))
+import sanitizer_log
+
+START = "========= COMPUTE-SANITIZER\nbringing up nodes...\n........ [100%]\n"
+OOB = (
+    "========= Invalid __global__ write of size 4 bytes\n"
+    "=========     at oob+0x60\n"
+    "=========     by thread (96,0,0) in block (0,0,0)\n"
+)
+
+
+def _race(*kernels: str) -> str:
+    return "".join(
+        f"========= Error: Race reported between Write access at {k}+0x4a0 in k.cu:10\n"
+        f"=========     and Read access at {k}+0x3c0 in k.cu:12 [128 hazards]\n"
+        for k in kernels
+    )
+
+
+def test_a_clean_run_reads_clean():
+    log = START + "266 passed, 3 warnings in 312.40s (0:05:12)\n========= ERROR SUMMARY: 0 errors\n"
+    assert sanitizer_log.verdict("memcheck", log) == (
+        True,
+        "memcheck: ERROR SUMMARY: 0 errors | 266 passed, 3 warnings in 312.40s (0:05:12)",
+    )
+
+
+def test_errors_past_the_print_limit_name_their_count():
+    # The sanitizer's own last line then says how many it did not print.
+    log = (
+        START
+        + OOB * 3
+        + "1 failed, 6 passed in 33.31s\n"
+        + "========= Target application returned an error\n"
+        + "========= ERROR SUMMARY: 1014 errors\n"
+        + "========= ERROR SUMMARY: 914 errors were not printed. Use --print-limit option to adjust\n"
+    )
+    clean, line = sanitizer_log.verdict("memcheck", log)
+    assert not clean
+    assert line == "memcheck: ERROR SUMMARY: 1014 errors | 1 failed, 6 passed in 33.31s"
+
+
+@pytest.mark.parametrize(
+    "result", ["1 failed, 265 passed in 300.00s", "265 passed, 1 error in 300.00s", "no tests ran in 1.00s"]
+)
+def test_a_clean_summary_with_failed_tests_fails(result):
+    clean, line = sanitizer_log.verdict("synccheck", START + result + "\n========= ERROR SUMMARY: 0 errors\n")
+    assert not clean and line.startswith("synccheck: ERROR SUMMARY: 0 errors | ")
+
+
+def test_a_run_cut_short_has_no_summary():
+    # e.g. killed by a timeout or a crash of the sanitizer itself
+    assert sanitizer_log.verdict("initcheck", "========= COMPUTE-SANITIZER\nbringing up nodes...\n") == (
+        False,
+        "initcheck: no summary (the sanitizer did not finish) | no pytest result",
+    )
+
+
+def test_racecheck_hazards_only_inside_cublas_read_clean():
+    log = (
+        START
+        + _race("nvjet_sm90_tst_128x64_64x4", "nvjet_sm90_hsh_256x128")
+        + "12 passed in 80.00s\n"
+        + "========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)\n"
+    )
+    clean, line = sanitizer_log.verdict("racecheck", log)
+    assert clean
+    assert line == (
+        "racecheck: RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings) outside cuBLAS; "
+        "RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings) in nvjet_* | 12 passed in 80.00s"
+    )
+
+
+def test_a_racecheck_hazard_in_kernforge_fails():
+    log = (
+        START
+        + _race("nvjet_sm90_tst_128x64_64x4", "kernforge_lltm_sequence_step")
+        + "12 passed in 80.00s\n"
+        + "========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)\n"
+    )
+    assert sanitizer_log.verdict("racecheck", log)[0] is False
+    # memcheck errors are never excused, wherever they lie
+    log = START + "3 passed in 1.00s\n========= ERROR SUMMARY: 1 error\n"
+    assert sanitizer_log.verdict("memcheck", log)[0] is False
+
+
+@pytest.mark.parametrize(
+    "worker,gpus,visible,order",
+    [
+        ("gw0", 2, None, "0,1"),
+        ("gw1", 2, None, "1,0"),
+        ("gw3", 2, None, "1,0"),
+        ("gw2", 4, "3,5,6,7", "6,7,3,5"),  # rotates what the host made visible
+        ("gw1", 2, "2", None),  # one GPU visible: nothing to spread
+        ("gw1", 1, None, None),
+        ("", 2, None, None),  # not an xdist worker
+        ("master", 2, None, None),
+    ],
+)
+def test_each_xdist_worker_takes_its_own_gpu(worker, gpus, visible, order):
+    assert gpu_order_for_worker(worker, gpus, visible) == order
