@@ -93,7 +93,10 @@ def probe(workdir):
     ext = ffi.create_extension(
         "probe",
         headers=[src / "probe.h", *([src / "probe_cuda.h"] if CUDA else [])],
-        sources=[src / "probe.c", *([src / "probe_cuda.c", src / "probe_kernel.cu"] if CUDA else [])],
+        sources=[
+            src / "probe.c",
+            *([src / "probe_cuda.c", src / "probe_kernel.cu", src / "probe_warp_kernel.cu"] if CUDA else []),
+        ],
         with_cuda=CUDA,
         relative_to=str(workdir / "probe" / "build.py"),
         verbose=False,
@@ -323,6 +326,47 @@ def test_cuda_errors_raise(probe):
         probe.probe_check(1)
     # neither error is sticky: the next kernels run
     assert float((t + 1).sum()) == pytest.approx(float(t.sum()) + 4, rel=1e-5)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_warp_intrinsics_and_thread_calls_cuda_13_removed(probe):
+    """probe_warp_kernel.cu shuffles and votes without a mask and its host
+    code calls cudaThreadSynchronize, in a .cu file that includes no TH
+    header: the build puts THC/kfl_removed_cuda.h before it."""
+    x = torch.randn(256, device="cuda", generator=torch.Generator(device="cuda").manual_seed(3))
+    scan = torch.full((1,), float("nan"), device="cuda")
+    sums, votes = torch.empty(0, device="cuda"), torch.empty(0, dtype=torch.int32, device="cuda")
+    assert probe.probe_warp_cuda(x, scan, sums, votes) == 1
+    w = x.view(-1, 32)
+    torch.testing.assert_close(scan, w.cumsum(1).view(-1), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(sums[:, 0], w.sum(1), rtol=1e-5, atol=1e-5)  # __shfl_down
+    torch.testing.assert_close(sums[:, 1], w.sum(1), rtol=1e-5, atol=1e-5)  # __shfl_xor
+    assert torch.equal(sums[:, 2], w[:, 0])  # __shfl from lane 0
+    bits = ((w > 0).long() << torch.arange(32, device="cuda")).sum(1)
+    assert votes[:, 0].tolist() == ((bits + 2**31) % 2**32 - 2**31).tolist()  # __ballot, as int32
+    assert votes[:, 1].tolist() == (w > 2).any(1).int().tolist()
+    assert votes[:, 2].tolist() == (w < 3).all(1).int().tolist()
+    assert 0 < votes[:, 1].sum() < len(votes), "x must give both answers of __any"
+
+
+@pytest.mark.skipif(ffi._nvcc() is None, reason="needs nvcc (no GPU)")
+def test_removed_cuda_header_turns_2017_warp_code_into_sync_forms(tmp_path):
+    """Compiles only, for sm_90: without the header nvcc 13 refuses the
+    fixture's kernel file; with it the shuffles and votes come out as their
+    .sync instructions."""
+    src = FIXTURES / "probe" / "src" / "probe_warp_kernel.cu"
+    header = Path(ffi.include_dir()) / "THC" / "kfl_removed_cuda.h"
+    ptx = tmp_path / "k.ptx"
+    cmd = [ffi._nvcc(), "-ptx", "-arch=sm_90", "-o", str(ptx), str(src)]
+    bare = subprocess.run(cmd, capture_output=True, text=True)
+    assert bare.returncode != 0 and "cudaThreadSynchronize" in bare.stdout + bare.stderr
+    done = subprocess.run([*cmd[:1], "-include", str(header), *cmd[1:]], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = ptx.read_text()
+    for op in ["shfl.sync.down", "shfl.sync.bfly", "shfl.sync.up", "shfl.sync.idx", "vote.sync.ballot"]:
+        assert op in text, op
+    assert "vote.sync.any" in text and "vote.sync.all" in text and "activemask" in text
 
 
 # -- what create_extension refuses, and how a failed build reads ------------------------

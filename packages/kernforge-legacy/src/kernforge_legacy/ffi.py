@@ -605,6 +605,8 @@ class Extension:
         nvcc = _nvcc() if self.with_cuda else ""
         nvccflags = [
             "-std=c++17", "-O3", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden", *defines, *includes,
+            # 2017 kernels call what CUDA 13 and sm_70 took away, without including THC.h
+            "-include", str(_HERE / "include" / "THC" / "kfl_removed_cuda.h"),
             *_cuda_arch_flags(),
         ]  # fmt: skip
         rules = [

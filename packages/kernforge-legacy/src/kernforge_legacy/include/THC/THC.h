@@ -16,6 +16,8 @@
 #include <cublas_v2.h> /* as THC's THCGeneral.h: code calling cuBLAS itself took its types from here */
 #include <cuda_runtime_api.h>
 
+#include "kfl_removed_cuda.h" /* cudaThreadSynchronize, __shfl_down and the rest CUDA 13 / sm_70 took away */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
