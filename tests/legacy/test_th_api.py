@@ -144,9 +144,21 @@ def test_integer_reductions_are_exact(th, which, fn, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("which, fn", [(0, torch.sum), (1, torch.max), (2, torch.min)])
-def test_reductions(th, which, fn, device):
-    a = _rand(9, 11, seed=7, device=device)
+def test_integer_product_is_exact(th, device):
+    # prodall as SparseConvNet multiplies spatial sizes; a strided view, no zero
+    gen = torch.Generator().manual_seed(50)
+    sign = torch.where(torch.rand(4, 3, generator=gen) < 0.5, -1, 1)
+    a = torch.randint(1, 10, (4, 3), generator=gen) * sign
+    a = a.to(device).t()
+    assert _fn(th, "int_reduce_op", device)(a, 3) == int(torch.prod(a).item()) != 0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    "which, fn, scale", [(0, torch.sum, 1.0), (1, torch.max, 1.0), (2, torch.min, 1.0), (4, torch.prod, 0.1)]
+)
+def test_reductions(th, which, fn, scale, device):
+    a = 1 + scale * _rand(9, 11, seed=7, device=device)  # near 1 for prod: neither 0 nor inf
     assert _fn(th, "reduce_op", device)(a, a, which) == pytest.approx(fn(a).item(), rel=1e-12)
 
 

@@ -781,11 +781,12 @@ Real reduce_all(const char* name, const void* t, const char* fn) {
   return from_double<Real>(item(call(name, "", {torch::stable::detail::from(borrow(t))}, fn), fn));
 }
 
-// TH's sumall: an int64_t for the integer types (exact), a double for the others
+// TH's sumall and prodall (name: aten::sum or aten::prod): an int64_t for the
+// integer types (exact, wrapping as C's), a double for the others
 template <class Acc>
-Acc sum_all(const void* t, const char* fn) {
+Acc accumulate_all(const char* name, const void* t, const char* fn) {
   const Tensor sum =
-      call("aten::sum", "",
+      call(name, "",
            {torch::stable::detail::from(borrow(t)), torch::stable::detail::from(std::nullopt)}, fn);
   if constexpr (std::is_integral_v<Acc>) {
     const Tensor as_long = torch::stable::to(sum, torch::headeronly::ScalarType::Long);
@@ -1274,7 +1275,10 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
          #T "_clamp");                                                                      \
   }                                                                                         \
   accreal T##_sumall(__VA_ARGS__ T* t) {                                                    \
-    return sum_all<accreal>(t, #T "_sumall");                                               \
+    return accumulate_all<accreal>("aten::sum", t, #T "_sumall");                           \
+  }                                                                                         \
+  accreal T##_prodall(__VA_ARGS__ T* t) {                                                   \
+    return accumulate_all<accreal>("aten::prod", t, #T "_prodall");                         \
   }                                                                                         \
   real T##_maxall(__VA_ARGS__ T* t) {                                                       \
     return reduce_all<real>("aten::max", t, #T "_maxall");                                  \

@@ -335,6 +335,7 @@ struct THLongStorage;
   void T##_abs(__VA_ARGS__ T* r, T* t);                                   \
   void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value); \
   accreal T##_sumall(__VA_ARGS__ T* t);                                   \
+  accreal T##_prodall(__VA_ARGS__ T* t);                                  \
   real T##_maxall(__VA_ARGS__ T* t);                                      \
   real T##_minall(__VA_ARGS__ T* t);
 /* and of the floating types only */
