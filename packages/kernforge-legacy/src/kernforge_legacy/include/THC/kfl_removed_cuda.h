@@ -55,30 +55,27 @@ static inline cudaError_t cudaThreadSetCacheConfig(enum cudaFuncCache config) {
 /* The device pass for compute capability 7.0 and later, the one pass that
  * lacks them (the host pass and older devices see CUDA's own). */
 #if defined(__CUDACC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+/* __shfl(var, src_lane), __shfl_up(var, delta), __shfl_down(var, delta) and
+ * __shfl_xor(var, lane_mask), each over its _sync form. */
+#define KFL_SHUFFLE_WITHOUT_MASK(name, lane_type)                                  \
+  template <typename T>                                                            \
+  __device__ __forceinline__ T name(T var, lane_type lane, int width = warpSize) { \
+    return name##_sync(__activemask(), var, lane, width);                          \
+  }
 #ifndef __shfl
-template <typename T>
-__device__ __forceinline__ T __shfl(T var, int src_lane, int width = warpSize) {
-  return __shfl_sync(__activemask(), var, src_lane, width);
-}
+KFL_SHUFFLE_WITHOUT_MASK(__shfl, int)
 #endif
 #ifndef __shfl_up
-template <typename T>
-__device__ __forceinline__ T __shfl_up(T var, unsigned int delta, int width = warpSize) {
-  return __shfl_up_sync(__activemask(), var, delta, width);
-}
+KFL_SHUFFLE_WITHOUT_MASK(__shfl_up, unsigned int)
 #endif
 #ifndef __shfl_down
-template <typename T>
-__device__ __forceinline__ T __shfl_down(T var, unsigned int delta, int width = warpSize) {
-  return __shfl_down_sync(__activemask(), var, delta, width);
-}
+KFL_SHUFFLE_WITHOUT_MASK(__shfl_down, unsigned int)
 #endif
 #ifndef __shfl_xor
-template <typename T>
-__device__ __forceinline__ T __shfl_xor(T var, int lane_mask, int width = warpSize) {
-  return __shfl_xor_sync(__activemask(), var, lane_mask, width);
-}
+KFL_SHUFFLE_WITHOUT_MASK(__shfl_xor, int)
 #endif
+#undef KFL_SHUFFLE_WITHOUT_MASK
+
 /* CUDA declares these three for every device as built-ins that compile to the
  * unmasked vote, which ptxas refuses for sm_70 and later: macros take their
  * calls instead (CUDA's headers are read before this one). */
