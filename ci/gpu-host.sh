@@ -10,7 +10,8 @@
 # (e.g. a carried dist/cu13) instead of building from source.
 # TESTS=0: no test-cuda. PYTEST_ARGS: more arguments for test-cuda's pytest
 # (e.g. "-m 'multi_gpu or huge'" on a two-GPU host).
-# SANITIZE=1: nox -s sanitize after the tests. BENCH=0: no benchmarks.
+# SANITIZE=1: nox -s sanitize after the tests, SANITIZE_ARGS its arguments
+# (e.g. "racecheck -n 16": one tool, 16 pytest-xdist workers). BENCH=0: no benchmarks.
 # BENCH_ARGS: arguments for nox -s bench (e.g. "--publish --save-baseline").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,8 @@ if [ "${TESTS:-1}" != 0 ]; then
 fi
 sanitize_rc=0
 if [ "${SANITIZE:-0}" = 1 ]; then
-  python3 -m nox -s sanitize -- ${TEST_WHEELS:+--wheels "$TEST_WHEELS"} 2>&1 | tee "$LOGDIR/sanitize.log"
+  eval "sanitize_args=(${SANITIZE_ARGS:-})"
+  python3 -m nox -s sanitize -- ${TEST_WHEELS:+--wheels "$TEST_WHEELS"} "${sanitize_args[@]}" 2>&1 | tee "$LOGDIR/sanitize.log"
   sanitize_rc=${PIPESTATUS[0]}
   cp -r sanitize-logs "$LOGDIR/" 2>/dev/null
 fi
