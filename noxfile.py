@@ -42,7 +42,7 @@ import nox
 import tomllib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "ci"))
-import sanitizer_log
+import sanitizer
 
 ROOT = Path(__file__).resolve().parent
 MATRIX = tomllib.loads((ROOT / "ci" / "matrix.toml").read_text())
@@ -324,6 +324,14 @@ SANITIZERS = {
 INITCHECK_BLIND = "lltm and float16"  # -k substring: float16 covers bfloat16
 
 
+def _tool_selection(tool: str, pytest_args: list[str]) -> list[str]:
+    if tool == "initcheck":
+        return _and_k(pytest_args, f"not ({INITCHECK_BLIND})")
+    if tool == "racecheck":
+        return _and_k(pytest_args, f"({sanitizer.racecheck_scope(ROOT)})")
+    return pytest_args
+
+
 def _and_k(args: list[str], expression: str) -> list[str]:
     """pytest arguments with `expression` and-ed into their -k (or as one)."""
     out, given = list(args), None
@@ -360,11 +368,11 @@ def sanitize(session: nox.Session) -> None:
             session.run(
                 sanitizer, f"--tool={tool}", "--error-exitcode=1", *SANITIZERS[tool],
                 "python", "-m", "pytest", "tests", "-m", "cuda and sanitize", "-q", "-p", "no:cacheprovider",
-                *(_and_k(pytest_args, f"not ({INITCHECK_BLIND})") if tool == "initcheck" else pytest_args),
+                *_tool_selection(tool, pytest_args),
                 env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", **_spread_env()}, external=True,
                 stdout=out, stderr=subprocess.STDOUT, success_codes=[0, 1],
             )  # fmt: skip
-        verdicts.append(sanitizer_log.verdict(tool, log.read_text()))
+        verdicts.append(sanitizer.verdict(tool, log.read_text()))
     for _, line in verdicts:
         session.log(line)
     if not all(clean for clean, _ in verdicts):

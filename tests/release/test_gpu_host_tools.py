@@ -1,5 +1,5 @@
 """The GPU host's tooling that runs without a GPU: reading compute-sanitizer's
-log for `nox -s sanitize` (ci/sanitizer_log.py), and the GPU each
+log for `nox -s sanitize` (ci/sanitizer.py), and the GPU each
 pytest-xdist worker takes on a host of several (tests/conftest.py)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from conftest import gpu_order_for_worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ci"))
-import sanitizer_log
+import sanitizer
 
 START = "========= COMPUTE-SANITIZER\nbringing up nodes...\n........ [100%]\n"
 OOB = (
@@ -32,7 +32,7 @@ def _race(*kernels: str) -> str:
 
 def test_a_clean_run_reads_clean():
     log = START + "266 passed, 3 warnings in 312.40s (0:05:12)\n========= ERROR SUMMARY: 0 errors\n"
-    assert sanitizer_log.verdict("memcheck", log) == (
+    assert sanitizer.verdict("memcheck", log) == (
         True,
         "memcheck: ERROR SUMMARY: 0 errors | 266 passed, 3 warnings in 312.40s (0:05:12)",
     )
@@ -48,7 +48,7 @@ def test_errors_past_the_print_limit_name_their_count():
         + "========= ERROR SUMMARY: 1014 errors\n"
         + "========= ERROR SUMMARY: 914 errors were not printed. Use --print-limit option to adjust\n"
     )
-    clean, line = sanitizer_log.verdict("memcheck", log)
+    clean, line = sanitizer.verdict("memcheck", log)
     assert not clean
     assert line == "memcheck: ERROR SUMMARY: 1014 errors | 1 failed, 6 passed in 33.31s"
 
@@ -57,13 +57,13 @@ def test_errors_past_the_print_limit_name_their_count():
     "result", ["1 failed, 265 passed in 300.00s", "265 passed, 1 error in 300.00s", "no tests ran in 1.00s"]
 )
 def test_a_clean_summary_with_failed_tests_fails(result):
-    clean, line = sanitizer_log.verdict("synccheck", START + result + "\n========= ERROR SUMMARY: 0 errors\n")
+    clean, line = sanitizer.verdict("synccheck", START + result + "\n========= ERROR SUMMARY: 0 errors\n")
     assert not clean and line.startswith("synccheck: ERROR SUMMARY: 0 errors | ")
 
 
 def test_a_run_cut_short_has_no_summary():
     # e.g. killed by a timeout or a crash of the sanitizer itself
-    assert sanitizer_log.verdict("initcheck", "========= COMPUTE-SANITIZER\nbringing up nodes...\n") == (
+    assert sanitizer.verdict("initcheck", "========= COMPUTE-SANITIZER\nbringing up nodes...\n") == (
         False,
         "initcheck: no summary (the sanitizer did not finish) | no pytest result",
     )
@@ -76,7 +76,7 @@ def test_racecheck_hazards_only_inside_cublas_read_clean():
         + "12 passed in 80.00s\n"
         + "========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)\n"
     )
-    clean, line = sanitizer_log.verdict("racecheck", log)
+    clean, line = sanitizer.verdict("racecheck", log)
     assert clean
     assert line == (
         "racecheck: RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings) outside cuBLAS; "
@@ -91,10 +91,29 @@ def test_a_racecheck_hazard_in_kernforge_fails():
         + "12 passed in 80.00s\n"
         + "========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)\n"
     )
-    assert sanitizer_log.verdict("racecheck", log)[0] is False
+    assert sanitizer.verdict("racecheck", log)[0] is False
     # memcheck errors are never excused, wherever they lie
     log = START + "3 passed in 1.00s\n========= ERROR SUMMARY: 1 error\n"
-    assert sanitizer_log.verdict("memcheck", log)[0] is False
+    assert sanitizer.verdict("memcheck", log)[0] is False
+
+
+def test_racecheck_runs_the_ops_whose_kernels_share_memory():
+    root = Path(__file__).resolve().parents[2]
+    assert sanitizer.racecheck_scope(root) == "fused_relu_add or lltm or lltm_sequence"
+
+
+def test_racecheck_takes_the_legacy_tests_once_a_legacy_kernel_shares_memory(tmp_path):
+    for op, kernel in [("mul", "out[i] = a[i] * b[i];"), ("lltm", "__shared__ float tile[32];")]:
+        (tmp_path / "packages" / "kernforge-core" / "csrc" / op).mkdir(parents=True)
+        (tmp_path / "packages" / "kernforge-core" / "csrc" / op / f"{op}_cuda.cu").write_text(kernel)
+    legacy = tmp_path / "tests" / "legacy"
+    (legacy / "fixtures" / "k").mkdir(parents=True)
+    for name in ["test_ffi.py", "test_th_api.py", "conftest.py"]:
+        (legacy / name).write_text("")
+    (legacy / "fixtures" / "k" / "k.cu").write_text("__global__ void k() {}")
+    assert sanitizer.racecheck_scope(tmp_path) == "lltm"
+    (legacy / "fixtures" / "k" / "k.cu").write_text("__global__ void k() { __shared__ int s; }")
+    assert sanitizer.racecheck_scope(tmp_path) == "lltm or test_ffi or test_th_api"
 
 
 @pytest.mark.parametrize(

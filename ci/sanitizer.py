@@ -1,5 +1,6 @@
-"""Reads the log of one compute-sanitizer tool over a pytest run, for
-`nox -s sanitize`: clean or not, and one line that says why.
+"""For `nox -s sanitize`: which tests racecheck runs, and how the log of one
+compute-sanitizer tool over a pytest run reads: clean or not, and one line
+that says why.
 
 The sanitizer follows every process of the run (pytest and, under
 pytest-xdist, each worker) and ends with one summary for all of them; past
@@ -12,6 +13,7 @@ down as failed).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 CLEAN = {
     "memcheck": "ERROR SUMMARY: 0 errors",
@@ -19,6 +21,25 @@ CLEAN = {
     "synccheck": "ERROR SUMMARY: 0 errors",
     "racecheck": "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)",
 }
+
+
+def racecheck_scope(root: Path) -> str:
+    """racecheck finds hazards on shared memory only, so it runs the tests of
+    the kernels that use it: a -k of each kernforge-core op whose csrc/<op>/
+    says __shared__ (lltm also takes lltm_sequence), and the legacy test
+    modules when kernforge-legacy's kernels or its fixtures' do. Today mul,
+    add and the legacy kernels have none: their tests would only give
+    racecheck torch's and cuBLAS's kernels to read, at its slowest."""
+
+    def shares(folder: Path) -> bool:
+        return any("__shared__" in f.read_text() for f in folder.rglob("*.cu*"))
+
+    core = root / "packages" / "kernforge-core" / "csrc"
+    scope = sorted(d.name for d in core.iterdir() if d.is_dir() and shares(d))
+    legacy, tests = root / "packages" / "kernforge-legacy", root / "tests" / "legacy"
+    if any(shares(d) for d in (legacy / "csrc", legacy / "src" / "kernforge_legacy" / "runtime", tests)):
+        scope += sorted(t.stem for t in tests.glob("test_*.py"))
+    return " or ".join(scope)
 
 
 def summary(log: str) -> str | None:
