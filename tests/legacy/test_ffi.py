@@ -485,6 +485,39 @@ def test_cc_a_cxx_compiler_and_an_extern_c_definition_fail_with_a_message(tmp_pa
         ext.build()
 
 
+@pytest.mark.parametrize("op", ["cmul", "exp", "clamp", "div"])
+def test_fields_follow_the_resize_of_a_result(tmp_path, workdir, op):
+    """A math function resizes its result r (an empty tensor here); r->size,
+    r->stride and r->nDimension, which 2017 code read, then say the new
+    shape."""
+    calls = {
+        "cmul": "THFloatTensor_cmul(r, a, a);",
+        "exp": "THFloatTensor_exp(r, a);",
+        "clamp": "THFloatTensor_clamp(r, a, -1, 1);",
+        "div": "THIntTensor *n = THIntTensor_new(), *q = THIntTensor_new();\n"
+        "  THIntTensor_resize2d(n, 3, 4); THIntTensor_fill(n, 7); THIntTensor_div(q, n, 2);\n"
+        "  THFloatTensor_resize2d(r, 3, 4); THFloatTensor_fill(r, (float)THIntTensor_get2d(q, 2, 3));\n"
+        "  code = q->nDimension * 100 + (int)(q->size[0] * 10 + q->size[1]) * 1000 + (int)q->stride[0];\n"
+        "  THIntTensor_free(n); THIntTensor_free(q);",
+    }
+    ext = _extension(
+        tmp_path,
+        "int f(THFloatTensor *r, THFloatTensor *a);",
+        "#include <TH/TH.h>\n"
+        "int f(THFloatTensor *r, THFloatTensor *a) {\n"
+        f"  int code = 0;\n  {calls[op]}\n"
+        "  return code ? code : r->nDimension * 100 + (int)(r->size[0] * 10 + r->size[1]) * 1000"
+        " + (int)r->stride[0];\n}\n",
+        verbose=False,
+    )
+    module = _load(ext.build(), f"fixture_fields_{op}")
+    r, a = torch.empty(0), torch.randn(3, 4)
+    assert module.f(r, a) == 2 * 100 + 34 * 1000 + 4  # 2-D, 3 x 4, row stride 4
+    assert r.shape == (3, 4)
+    if op == "div":
+        assert torch.equal(r, torch.full((3, 4), 3.0))
+
+
 def test_headers_at_their_old_paths(tmp_path, workdir):
     """2017 code included TH's headers with and without their folder, and by
     their own names; each resolves to what kernforge-legacy provides."""

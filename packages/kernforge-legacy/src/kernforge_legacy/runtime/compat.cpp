@@ -761,12 +761,13 @@ void gemv(char trans, int64_t m, int64_t n, double alpha, void* a, int64_t lda, 
   torch::stable::copy_(ys, addmv_of(ys, op_a, xs, beta, alpha, fn));
 }
 
-// r := op(args..., out=r)
+// r := op(args..., out=r), the fields of r brought up to date (torch resizes it)
 void out_op(const char* name, const void* r, std::vector<Tensor> args, const char* fn) {
   std::vector<StableIValue> stack;
   for (const Tensor& t : args) stack.push_back(torch::stable::detail::from(t));
   stack.push_back(torch::stable::detail::from(borrow(r)));
   call(name, "out", std::move(stack), fn);
+  refresh(r);
 }
 
 double item(const Tensor& t, const char* fn) {
@@ -801,13 +802,14 @@ Acc accumulate_all(const char* name, const void* t, const char* fn) {
 // r := t / other: truncated for the integer types, as C divides them
 template <class Real>
 void div_op(const void* r, const Tensor& t, const Tensor& other, const char* fn) {
-  if constexpr (std::is_integral_v<Real>)
+  if constexpr (std::is_integral_v<Real>) {
     call("aten::div", "out_mode",
          {torch::stable::detail::from(t), torch::stable::detail::from(other),
           torch::stable::detail::from(std::optional<std::string>("trunc")),
           torch::stable::detail::from(borrow(r))},
          fn);
-  else
+    refresh(r);
+  } else
     out_op("aten::div", r, {t, other}, fn);
 }
 
@@ -1273,6 +1275,7 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
           torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, max_value))), \
           torch::stable::detail::from(borrow(r))},                                          \
          #T "_clamp");                                                                      \
+    refresh(r);                                                                             \
   }                                                                                         \
   accreal T##_sumall(__VA_ARGS__ T* t) {                                                    \
     return accumulate_all<accreal>("aten::sum", t, #T "_sumall");                           \
