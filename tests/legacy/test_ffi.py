@@ -399,19 +399,17 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
         tmp_path,
         {
             "g.c": "#include <TH/TH.h>\n"
-            "void THFloatTensor_addcmul(THFloatTensor *, THFloatTensor *, float, THFloatTensor *,\n"
-            "                           THFloatTensor *);\n"
-            "int g(THFloatTensor *x) { THFloatTensor_addcmul(x, x, 1.0f, x, x); return 1; }\n",
+            "void THFloatTensor_histc(THFloatTensor *, THFloatTensor *, long, float, float);\n"
+            "int g(THFloatTensor *x) { THFloatTensor_histc(x, x, 4, 0.0f, 1.0f); return 1; }\n",
         },
     )
     ext = _extension(
         tmp_path,
         "int f(THFloatTensor *x);",
         "#include <TH/TH.h>\n"
-        "void THFloatTensor_addcmul(THFloatTensor *, THFloatTensor *, float, THFloatTensor *,\n"
-        "                           THFloatTensor *);\n"
+        "void THFloatTensor_histc(THFloatTensor *, THFloatTensor *, long, float, float);\n"
         "double THFloatTensor_normall(THFloatTensor *, float);\nint helper_of_mine(int);\n"
-        "int f(THFloatTensor *x) {\n  THFloatTensor_addcmul(x, x, 1.0f, x, x);\n"
+        "int f(THFloatTensor *x) {\n  THFloatTensor_histc(x, x, 4, 0.0f, 1.0f);\n"
         "  return (int)THFloatTensor_normall(x, 2.0f) + helper_of_mine(1);\n}\n",
         verbose=False,
     )
@@ -421,7 +419,7 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
     assert str(info.value) == (
         "building f failed: functions the code calls are defined nowhere\n"
         "TH/THC functions kernforge-legacy does not provide (see its porting guide):\n"
-        "  THFloatTensor_addcmul  (called in f.c, g.c)\n"
+        "  THFloatTensor_histc  (called in f.c, g.c)\n"
         "  THFloatTensor_normall  (called in f.c)\n"
         "other functions, in no source or library of the build:\n"
         "  helper_of_mine  (called in f.c)"

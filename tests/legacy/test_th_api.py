@@ -688,10 +688,11 @@ def test_coverage_table_reads_the_headers():
                  "THCudaByteTensor_sumall", "THDoubleTensor_get4d", "THCudaHalfTensor_set1d",
                  "THCState_getCurrentBlasHandle", "THCState_getCurrentDeviceProperties",
                  "THLongStorage_newWithSize4", "THCudaTensor_resize", "THFloatTensor_newSizeOf",
-                 "THCudaStorage_get"):  # fmt: skip
+                 "THCudaStorage_get", "THFloatTensor_addcmul", "THCudaTensor_indexSelect",
+                 "THDoubleTensor_ltValue", "THCudaLongTensor_max", "THFloatTensor_sigmoid"):  # fmt: skip
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
-    for name in ("THFloatTensor_addcmul", "THIntTensor_cpow", "THFloatTensor_conv2Dmv", "THCudaTensor_topk"):
+    for name in ("THFloatTensor_addr", "THIntTensor_cpow", "THFloatTensor_conv2Dmv", "THCudaTensor_topk"):
         assert how[name] is None, name
     page = _pages().render_th_coverage()
     provided = sum(h is not None for _, _, h in rows)
@@ -714,3 +715,194 @@ def test_every_provided_function_is_defined(th, device):
         if how == "declared" and (device == "cuda" or header.startswith("TH/"))
     }
     assert wanted and not wanted - defined, sorted(wanted - defined)[:20]
+
+
+# -- TH's other math, dimension reductions, indexing and comparisons --------------------
+
+
+def _round_half_away(a):
+    return torch.where(a >= 0, torch.floor(a + 0.5), torch.ceil(a - 0.5))
+
+
+FLOAT_MATH = {  # which -> (the same in torch of (a, b, value), the domain a is drawn in)
+    0: (lambda a, b, v: torch.sigmoid(a), "any"),
+    1: (lambda a, b, v: torch.log(a), "positive"),
+    2: (lambda a, b, v: torch.log1p(a), "positive"),
+    3: (lambda a, b, v: torch.lgamma(a), "positive"),
+    4: (lambda a, b, v: torch.cos(a), "any"),
+    5: (lambda a, b, v: torch.acos(a), "unit"),
+    6: (lambda a, b, v: torch.cosh(a), "any"),
+    7: (lambda a, b, v: torch.sin(a), "any"),
+    8: (lambda a, b, v: torch.asin(a), "unit"),
+    9: (lambda a, b, v: torch.sinh(a), "any"),
+    10: (lambda a, b, v: torch.tan(a), "unit"),
+    11: (lambda a, b, v: torch.atan(a), "any"),
+    12: (lambda a, b, v: torch.tanh(a), "any"),
+    13: (lambda a, b, v: torch.erf(a), "any"),
+    14: (lambda a, b, v: torch.erfinv(a), "unit"),
+    15: (lambda a, b, v: torch.rsqrt(a), "positive"),
+    16: (lambda a, b, v: torch.ceil(a), "scaled"),
+    17: (lambda a, b, v: torch.floor(a), "scaled"),
+    18: (lambda a, b, v: torch.trunc(a), "scaled"),
+    19: (lambda a, b, v: torch.frac(a), "scaled"),
+    20: (lambda a, b, v: _round_half_away(a), "halves"),  # C's round: 2.5 -> 3, -0.5 -> -1
+    21: (lambda a, b, v: 1 / a, "any"),
+    22: (lambda a, b, v: -a, "any"),
+    23: (lambda a, b, v: torch.sign(a), "any"),
+    24: (lambda a, b, v: torch.atan2(a, b), "any"),
+    25: (lambda a, b, v: a**v, "positive"),
+    26: (lambda a, b, v: v**a, "any"),
+    27: (lambda a, b, v: a**b, "positive"),
+    28: (lambda a, b, v: torch.lerp(a, b, v), "any"),
+    29: (lambda a, b, v: a + v * a * b, "any"),
+    30: (lambda a, b, v: a + v * a / b, "any"),
+    31: (lambda a, b, v: a - v, "any"),
+    32: (lambda a, b, v: torch.fmod(a, v), "scaled"),
+    33: (lambda a, b, v: torch.remainder(a, v), "scaled"),
+    34: (lambda a, b, v: torch.fmod(a, b), "scaled"),
+    35: (lambda a, b, v: torch.remainder(a, b), "scaled"),
+    36: (lambda a, b, v: torch.maximum(a, b), "any"),
+    37: (lambda a, b, v: torch.minimum(a, b), "any"),
+    38: (lambda a, b, v: a.clamp(min=v), "any"),
+    39: (lambda a, b, v: a.clamp(max=v), "any"),
+}
+
+
+def _in_domain(a, domain):
+    if domain == "positive":
+        return a.abs() + 0.1
+    if domain == "unit":
+        return a.tanh() * 0.9
+    if domain == "scaled":
+        return a * 4
+    if domain == "halves":  # every half from -2.5 to 2.5, and ordinary values
+        halves = torch.arange(-2.5, 3.0, 1.0, dtype=a.dtype, device=a.device)
+        return torch.cat([halves, (a * 4).flatten()[halves.numel() :]]).view(a.shape)
+    return a
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("which", FLOAT_MATH)
+def test_float_math_matches_torch(th, which, device):
+    fn, domain = FLOAT_MATH[which]
+    a = _in_domain(_rand(5, 6, seed=60, device=device), domain)
+    b = _rand(6, 5, seed=61, device=device).t()  # strided
+    b = b.sign() * (b.abs() + 0.5)  # no zero divisors
+    r = torch.full((2,), float("nan"), dtype=torch.float64, device=device)  # wrong size, poisoned
+    assert _fn(th, "float_math_op", device)(r, a, b, 0.7, which) == 1
+    close(r, fn(a, b, 0.7), rtol=1e-12, atol=1e-12)
+
+
+DIM_MATH = {  # which -> torch's (values, or (values, indices)) over dim
+    0: lambda t, d, k: t.sum(d, keepdim=k),
+    1: lambda t, d, k: t.prod(d, keepdim=k),
+    2: lambda t, d, k: t.mean(d, keepdim=k),
+    3: lambda t, d, k: t.max(d, keepdim=k),
+    4: lambda t, d, k: t.min(d, keepdim=k),
+    5: lambda t, d, k: t.cumsum(d),
+    6: lambda t, d, k: t.cumprod(d),
+    7: lambda t, d, k: t.std(d, keepdim=k),  # unbiased: TH's biased = 0
+    8: lambda t, d, k: t.var(d, unbiased=False, keepdim=k),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("keepdim", [0, 1])
+@pytest.mark.parametrize("which", DIM_MATH)
+def test_dimension_math_matches_torch(th, which, keepdim, device):
+    t = 1 + 0.1 * _rand(6, 4, 5, seed=62, device=device).permute(1, 0, 2)  # strided, near 1 for prod
+    r = torch.full((3,), float("nan"), dtype=torch.float64, device=device)
+    indices = torch.full((3,), -1, dtype=torch.int64, device=device)
+    assert _fn(th, "dim_op", device)(r, indices, t, 1, keepdim, which) == 1
+    expected = DIM_MATH[which](t, 1, bool(keepdim))
+    if which in (3, 4):
+        close(r, expected.values, rtol=0, atol=0)
+        assert torch.equal(indices, expected.indices)
+    else:
+        close(r, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_integer_dimension_math_is_exact(th, device):
+    t = torch.randint(-(2**40), 2**40, (3, 4), generator=torch.Generator().manual_seed(63)).to(device)
+    r, indices = (torch.empty(0, dtype=torch.int64, device=device) for _ in range(2))
+    op = _fn(th, "int_dim_op", device)
+    assert op(r, indices, t, 0, 0) == 4 and torch.equal(r, t.sum(0))
+    assert op(r, indices, t, 1, 1) == 3 and torch.equal(r, t.max(1, keepdim=True).values)
+    assert torch.equal(indices, t.max(1, keepdim=True).indices)
+    assert op(r, indices, t, 1, 2) == 12 and torch.equal(r, t.cumsum(1))
+    assert op(r, indices, t, 0, 3) == 12 and torch.equal(r, t.clamp(min=5))
+    assert op(r, indices, t, 0, 4) == 12 and torch.equal(r, torch.remainder(t, -7))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_whole_tensor_statistics(th, device):
+    t = _rand(7, 9, seed=64, device=device)
+    op = _fn(th, "all_op", device)
+    assert op(t, 0) == pytest.approx(t.mean().item(), rel=1e-12)
+    assert op(t, 1) == pytest.approx(t.var().item(), rel=1e-12)  # biased = 0: n - 1
+    assert op(t, 2) == pytest.approx(t.std(unbiased=False).item(), rel=1e-12)
+
+
+def _indexing_expected(which, t, src, index, mask, dim, value):
+    t = t.clone()
+    if which == 0:
+        return src.index_select(dim, index)
+    if which == 1:
+        return t.index_copy_(dim, index, src)
+    if which == 2:
+        return t.index_add_(dim, index, src)
+    if which == 3:
+        return t.index_fill_(dim, index, value)
+    if which == 4:
+        return src.gather(dim, index)
+    if which == 5:
+        return t.scatter_(dim, index, src)
+    if which == 6:
+        return t.scatter_add_(dim, index, src)
+    if which == 7:
+        return t.scatter_(dim, index, value)
+    if which == 8:
+        return t.masked_fill_(mask.bool(), value)
+    return t.masked_scatter_(mask.bool(), src)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("which", range(10))
+def test_indexing_matches_torch(th, which, device):
+    gen = torch.Generator().manual_seed(65 + which)
+    t = _rand(4, 6, seed=66, device=device)
+    dim = 1
+    if which in (0, 1, 2, 3):  # a 1-D index along dim, repeated entries for indexAdd
+        index = torch.tensor([4, 0, 4, 2] if which in (0, 2, 3) else [5, 0, 3], device=device)
+        src = (
+            _rand(4, index.numel(), seed=67, device=device)
+            if which in (1, 2)
+            else _rand(4, 6, seed=67, device=device)
+        )
+    else:  # gather / scatter: an index shaped like src
+        src = _rand(4, 3, seed=67, device=device)
+        index = torch.stack([torch.randperm(6, generator=gen)[:3] for _ in range(4)]).to(device)
+    mask = (torch.rand(4, 6, generator=gen) < 0.5).to(torch.uint8).to(device)
+    if which in (4, 9):  # gather reads, maskedCopy takes, a src the size of t
+        src = _rand(4, 6, seed=68, device=device)
+    expected = _indexing_expected(which, t, src, index, mask, dim, 2.5)
+    r = torch.full((3,), float("nan"), dtype=torch.float64, device=device)
+    assert _fn(th, "index_op", device)(t, r, src, index, mask, dim, 2.5, which) == 1
+    close(r if which in (0, 4) else t, expected, rtol=0, atol=1e-15)
+
+
+COMPARISONS = [torch.lt, torch.le, torch.gt, torch.ge, torch.ne, torch.eq]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("which", range(12))
+def test_comparisons_write_bytes(th, which, device):
+    a = torch.round(_rand(5, 6, seed=69, device=device) * 2)  # ties with b and the value
+    b = torch.round(_rand(5, 6, seed=70, device=device) * 2)
+    r = torch.full((2,), 7, dtype=torch.uint8, device=device)
+    assert _fn(th, "compare_op", device)(r, a, b, 1.0, which) == 1
+    other = 1.0 if which < 6 else b
+    expected = COMPARISONS[which % 6](a, other).to(torch.uint8)
+    assert r.dtype == torch.uint8 and torch.equal(r, expected)
+    assert 0 < int(expected.sum()) < expected.numel()

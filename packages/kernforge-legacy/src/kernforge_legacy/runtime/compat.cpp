@@ -845,6 +845,52 @@ void axpy_op(const void* r, const void* t, const void* src, double alpha, double
   }
 }
 
+// aten::<name>.<overload>(args...) through the dispatcher: its first result
+template <class... A>
+Tensor aten(const char* name, const char* overload, const char* fn, const A&... args) {
+  return call(name, overload, {torch::stable::detail::from(args)...}, fn);
+}
+
+// values and indices := aten::max.dim / aten::min.dim (name) over dimension
+void extremes(const char* name, const void* values, const void* indices, const void* t,
+              int dimension, int keepdim, const char* fn) {
+  std::vector<StableIValue> stack = {torch::stable::detail::from(borrow(t)),
+                                     torch::stable::detail::from(static_cast<int64_t>(dimension)),
+                                     torch::stable::detail::from(keepdim != 0)};
+  check(torch_call_dispatcher(name, "dim", stack.data(), TORCH_ABI_VERSION), fn);
+  const Tensor v = torch::stable::detail::to<Tensor>(stack[0]);
+  const Tensor i = torch::stable::detail::to<Tensor>(stack[1]);
+  assign(values, v, fn);
+  assign(indices, i, fn);
+}
+
+// one dimension as the int[1]? of sum, mean, std and var
+std::optional<std::vector<int64_t>> dims(int dimension) {
+  return std::vector<int64_t>{dimension};
+}
+
+// TH's round: halves away from zero, as C's round (torch's rounds them to even)
+Tensor round_half_away(const Tensor& t, const char* fn) {
+  const Tensor half = aten("aten::copysign", "Tensor", fn, scalar_like(t, 0.5), t);
+  return aten("aten::trunc", "", fn, torch::stable::subtract(t, half, -1.0));
+}
+
+// a mask of TH's bytes as torch's bool
+Tensor as_bool(const void* mask) {
+  return torch::stable::to(borrow(mask), torch::headeronly::ScalarType::Bool);
+}
+
+// index (1-D) shaped to broadcast along dim of like, then expanded to it
+Tensor spread(const Tensor& index, const Tensor& like, int dim, const char* fn) {
+  std::vector<int64_t> shape(sizes(like).size(), 1);
+  if (dim < 0 || dim >= static_cast<int>(shape.size()))
+    throw std::runtime_error(std::string(fn) + ": dimension " + std::to_string(dim) +
+                             " out of range for a " + std::to_string(shape.size()) + "-D tensor");
+  shape[dim] = -1;
+  const Tensor view = aten("aten::view", "", fn, index, shape);
+  return aten("aten::expand", "", fn, view, sizes(like), false);
+}
+
 }  // namespace
 
 namespace kernforge_legacy {
@@ -1240,80 +1286,283 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
   }
 
 // TH's math of every handle type T (TH/TH.h's TH_TENSOR_ARITH_API).
-#define KFL_DEFINE_ARITH_API(T, real, accreal, ...)                                         \
-  void T##_add(__VA_ARGS__ T* r, T* t, real value) {                                        \
-    axpy_op<real>(r, t, nullptr, 0.0, as_double(value), #T "_add");                         \
-  }                                                                                         \
-  void T##_mul(__VA_ARGS__ T* r, T* t, real value) {                                        \
-    const Tensor self = borrow(t);                                                          \
-    out_op("aten::mul", r, {self, scalar_like(self, value)}, #T "_mul");                    \
-  }                                                                                         \
-  void T##_div(__VA_ARGS__ T* r, T* t, real value) {                                        \
-    const Tensor self = borrow(t);                                                          \
-    div_op<real>(r, self, scalar_like(self, value), #T "_div");                             \
-  }                                                                                         \
-  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src) {                               \
-    axpy_op<real>(r, t, src, as_double(value), 0.0, #T "_cadd");                            \
-  }                                                                                         \
-  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src) {                               \
-    axpy_op<real>(r, t, src, -as_double(value), 0.0, #T "_csub");                           \
-  }                                                                                         \
-  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src) {                                           \
-    out_op("aten::mul", r, {borrow(t), borrow(src)}, #T "_cmul");                           \
-  }                                                                                         \
-  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src) {                                           \
-    div_op<real>(r, borrow(t), borrow(src), #T "_cdiv");                                    \
-  }                                                                                         \
-  void T##_abs(__VA_ARGS__ T* r, T* t) {                                                    \
-    out_op("aten::abs", r, {borrow(t)}, #T "_abs");                                         \
-  }                                                                                         \
-  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value) {                  \
-    const Tensor self = borrow(t);                                                          \
-    call("aten::clamp", "Tensor_out",                                                       \
-         {torch::stable::detail::from(self),                                                \
-          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, min_value))), \
-          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, max_value))), \
-          torch::stable::detail::from(borrow(r))},                                          \
-         #T "_clamp");                                                                      \
-    refresh(r);                                                                             \
-  }                                                                                         \
-  accreal T##_sumall(__VA_ARGS__ T* t) {                                                    \
-    return accumulate_all<accreal>("aten::sum", t, #T "_sumall");                           \
-  }                                                                                         \
-  accreal T##_prodall(__VA_ARGS__ T* t) {                                                   \
-    return accumulate_all<accreal>("aten::prod", t, #T "_prodall");                         \
-  }                                                                                         \
-  real T##_maxall(__VA_ARGS__ T* t) {                                                       \
-    return reduce_all<real>("aten::max", t, #T "_maxall");                                  \
-  }                                                                                         \
-  real T##_minall(__VA_ARGS__ T* t) {                                                       \
-    return reduce_all<real>("aten::min", t, #T "_minall");                                  \
+#define KFL_DEFINE_ARITH_API(T, real, accreal, ...)                                               \
+  void T##_add(__VA_ARGS__ T* r, T* t, real value) {                                              \
+    axpy_op<real>(r, t, nullptr, 0.0, as_double(value), #T "_add");                               \
+  }                                                                                               \
+  void T##_mul(__VA_ARGS__ T* r, T* t, real value) {                                              \
+    const Tensor self = borrow(t);                                                                \
+    out_op("aten::mul", r, {self, scalar_like(self, value)}, #T "_mul");                          \
+  }                                                                                               \
+  void T##_div(__VA_ARGS__ T* r, T* t, real value) {                                              \
+    const Tensor self = borrow(t);                                                                \
+    div_op<real>(r, self, scalar_like(self, value), #T "_div");                                   \
+  }                                                                                               \
+  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src) {                                     \
+    axpy_op<real>(r, t, src, as_double(value), 0.0, #T "_cadd");                                  \
+  }                                                                                               \
+  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src) {                                     \
+    axpy_op<real>(r, t, src, -as_double(value), 0.0, #T "_csub");                                 \
+  }                                                                                               \
+  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
+    out_op("aten::mul", r, {borrow(t), borrow(src)}, #T "_cmul");                                 \
+  }                                                                                               \
+  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
+    div_op<real>(r, borrow(t), borrow(src), #T "_cdiv");                                          \
+  }                                                                                               \
+  void T##_abs(__VA_ARGS__ T* r, T* t) {                                                          \
+    out_op("aten::abs", r, {borrow(t)}, #T "_abs");                                               \
+  }                                                                                               \
+  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value) {                        \
+    const Tensor self = borrow(t);                                                                \
+    call("aten::clamp", "Tensor_out",                                                             \
+         {torch::stable::detail::from(self),                                                      \
+          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, min_value))),       \
+          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, max_value))),       \
+          torch::stable::detail::from(borrow(r))},                                                \
+         #T "_clamp");                                                                            \
+    refresh(r);                                                                                   \
+  }                                                                                               \
+  accreal T##_sumall(__VA_ARGS__ T* t) {                                                          \
+    return accumulate_all<accreal>("aten::sum", t, #T "_sumall");                                 \
+  }                                                                                               \
+  accreal T##_prodall(__VA_ARGS__ T* t) {                                                         \
+    return accumulate_all<accreal>("aten::prod", t, #T "_prodall");                               \
+  }                                                                                               \
+  void T##_sub(__VA_ARGS__ T* r, T* t, real value) {                                              \
+    axpy_op<real>(r, t, nullptr, 0.0, -as_double(value), #T "_sub");                              \
+  }                                                                                               \
+  void T##_neg(__VA_ARGS__ T* r, T* t) {                                                          \
+    out_op("aten::neg", r, {borrow(t)}, #T "_neg");                                               \
+  }                                                                                               \
+  void T##_sign(__VA_ARGS__ T* r, T* t) {                                                         \
+    out_op("aten::sign", r, {borrow(t)}, #T "_sign");                                             \
+  }                                                                                               \
+  void T##_fmod(__VA_ARGS__ T* r, T* t, real value) {                                             \
+    const Tensor self = borrow(t);                                                                \
+    assign(r, aten("aten::fmod", "Tensor", #T "_fmod", self, scalar_like(self, value)),           \
+           #T "_fmod");                                                                           \
+  }                                                                                               \
+  void T##_remainder(__VA_ARGS__ T* r, T* t, real value) {                                        \
+    const Tensor self = borrow(t);                                                                \
+    assign(r, aten("aten::remainder", "Tensor", #T "_remainder", self, scalar_like(self, value)), \
+           #T "_remainder");                                                                      \
+  }                                                                                               \
+  void T##_cfmod(__VA_ARGS__ T* r, T* t, T* src) {                                                \
+    assign(r, aten("aten::fmod", "Tensor", #T "_cfmod", borrow(t), borrow(src)), #T "_cfmod");    \
+  }                                                                                               \
+  void T##_cremainder(__VA_ARGS__ T* r, T* t, T* src) {                                           \
+    assign(r, aten("aten::remainder", "Tensor", #T "_cremainder", borrow(t), borrow(src)),        \
+           #T "_cremainder");                                                                     \
+  }                                                                                               \
+  void T##_cmax(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
+    out_op("aten::maximum", r, {borrow(t), borrow(src)}, #T "_cmax");                             \
+  }                                                                                               \
+  void T##_cmin(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
+    out_op("aten::minimum", r, {borrow(t), borrow(src)}, #T "_cmin");                             \
+  }                                                                                               \
+  void T##_cmaxValue(__VA_ARGS__ T* r, T* t, real value) {                                        \
+    const Tensor self = borrow(t);                                                                \
+    out_op("aten::maximum", r, {self, scalar_like(self, value)}, #T "_cmaxValue");                \
+  }                                                                                               \
+  void T##_cminValue(__VA_ARGS__ T* r, T* t, real value) {                                        \
+    const Tensor self = borrow(t);                                                                \
+    out_op("aten::minimum", r, {self, scalar_like(self, value)}, #T "_cminValue");                \
+  }                                                                                               \
+  void T##_sum(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                              \
+    assign(r,                                                                                     \
+           aten("aten::sum", "dim_IntList", #T "_sum", borrow(t), dims(dimension), keepdim != 0,  \
+                std::nullopt),                                                                    \
+           #T "_sum");                                                                            \
+  }                                                                                               \
+  void T##_prod(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                             \
+    assign(r,                                                                                     \
+           aten("aten::prod", "dim_int", #T "_prod", borrow(t), static_cast<int64_t>(dimension),  \
+                keepdim != 0, std::nullopt),                                                      \
+           #T "_prod");                                                                           \
+  }                                                                                               \
+  void T##_cumsum(__VA_ARGS__ T* r, T* t, int dimension) {                                        \
+    assign(r,                                                                                     \
+           aten("aten::cumsum", "", #T "_cumsum", borrow(t), static_cast<int64_t>(dimension),     \
+                std::nullopt),                                                                    \
+           #T "_cumsum");                                                                         \
+  }                                                                                               \
+  void T##_cumprod(__VA_ARGS__ T* r, T* t, int dimension) {                                       \
+    assign(r,                                                                                     \
+           aten("aten::cumprod", "", #T "_cumprod", borrow(t), static_cast<int64_t>(dimension),   \
+                std::nullopt),                                                                    \
+           #T "_cumprod");                                                                        \
+  }                                                                                               \
+  ptrdiff_t T##_numel(__VA_ARGS__ T* t) {                                                         \
+    return numel(t);                                                                              \
+  }                                                                                               \
+  real T##_maxall(__VA_ARGS__ T* t) {                                                             \
+    return reduce_all<real>("aten::max", t, #T "_maxall");                                        \
+  }                                                                                               \
+  real T##_minall(__VA_ARGS__ T* t) {                                                             \
+    return reduce_all<real>("aten::min", t, #T "_minall");                                        \
   }
 
 // and of the floating types only (TH_TENSOR_FLOAT_MATH_API)
-#define KFL_DEFINE_FLOAT_MATH_API(T, real, ...)                                                  \
-  void T##_exp(__VA_ARGS__ T* r, T* t) {                                                         \
-    out_op("aten::exp", r, {borrow(t)}, #T "_exp");                                              \
-  }                                                                                              \
-  void T##_sqrt(__VA_ARGS__ T* r, T* t) {                                                        \
-    out_op("aten::sqrt", r, {borrow(t)}, #T "_sqrt");                                            \
-  }                                                                                              \
-  double T##_dot(__VA_ARGS__ T* t, T* src) {                                                     \
-    return item(                                                                                 \
-        call("aten::dot", "",                                                                    \
-             {torch::stable::detail::from(borrow(t)), torch::stable::detail::from(borrow(src))}, \
-             #T "_dot"),                                                                         \
-        #T "_dot");                                                                              \
-  }                                                                                              \
-  void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2) {              \
-    if (r != t) assign(r, borrow(t), #T "_addmm");                                               \
-    addmm_into(r, borrow(mat1), borrow(mat2), as_double(beta), as_double(alpha), #T "_addmm");   \
-  }                                                                                              \
-  void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec) {                \
-    assign(r,                                                                                    \
-           addmv_of(borrow(t), borrow(mat), borrow(vec), as_double(beta), as_double(alpha),      \
-                    #T "_addmv"),                                                                \
-           #T "_addmv");                                                                         \
+#define KFL_DEFINE_FLOAT_MATH_API(T, real, ...)                                                    \
+  void T##_exp(__VA_ARGS__ T* r, T* t) {                                                           \
+    out_op("aten::exp", r, {borrow(t)}, #T "_exp");                                                \
+  }                                                                                                \
+  void T##_sqrt(__VA_ARGS__ T* r, T* t) {                                                          \
+    out_op("aten::sqrt", r, {borrow(t)}, #T "_sqrt");                                              \
+  }                                                                                                \
+  double T##_dot(__VA_ARGS__ T* t, T* src) {                                                       \
+    return item(                                                                                   \
+        call("aten::dot", "",                                                                      \
+             {torch::stable::detail::from(borrow(t)), torch::stable::detail::from(borrow(src))},   \
+             #T "_dot"),                                                                           \
+        #T "_dot");                                                                                \
+  }                                                                                                \
+  void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2) {                \
+    if (r != t) assign(r, borrow(t), #T "_addmm");                                                 \
+    addmm_into(r, borrow(mat1), borrow(mat2), as_double(beta), as_double(alpha), #T "_addmm");     \
+  }                                                                                                \
+  void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec) {                  \
+    assign(r,                                                                                      \
+           addmv_of(borrow(t), borrow(mat), borrow(vec), as_double(beta), as_double(alpha),        \
+                    #T "_addmv"),                                                                  \
+           #T "_addmv");                                                                           \
+  }                                                                                                \
+  TH_FLOAT_UNARY_NAMES(KFL_DEFINE_UNARY, T, __VA_ARGS__)                                           \
+  void T##_round(__VA_ARGS__ T* r, T* t) {                                                         \
+    assign(r, round_half_away(borrow(t), #T "_round"), #T "_round");                               \
+  }                                                                                                \
+  void T##_cinv(__VA_ARGS__ T* r, T* t) {                                                          \
+    out_op("aten::reciprocal", r, {borrow(t)}, #T "_cinv");                                        \
+  }                                                                                                \
+  void T##_atan2(__VA_ARGS__ T* r, T* tx, T* ty) {                                                 \
+    out_op("aten::atan2", r, {borrow(tx), borrow(ty)}, #T "_atan2");                               \
+  }                                                                                                \
+  void T##_pow(__VA_ARGS__ T* r, T* t, real value) {                                               \
+    const Tensor self = borrow(t);                                                                 \
+    assign(r, aten("aten::pow", "Tensor_Tensor", #T "_pow", self, scalar_like(self, value)),       \
+           #T "_pow");                                                                             \
+  }                                                                                                \
+  void T##_tpow(__VA_ARGS__ T* r, real value, T* t) {                                              \
+    const Tensor self = borrow(t);                                                                 \
+    assign(r, aten("aten::pow", "Tensor_Tensor", #T "_tpow", scalar_like(self, value), self),      \
+           #T "_tpow");                                                                            \
+  }                                                                                                \
+  void T##_cpow(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
+    assign(r, aten("aten::pow", "Tensor_Tensor", #T "_cpow", borrow(t), borrow(src)), #T "_cpow"); \
+  }                                                                                                \
+  void T##_lerp(__VA_ARGS__ T* r, T* a, T* b, real weight) {                                       \
+    const Tensor self = borrow(a);                                                                 \
+    assign(r,                                                                                      \
+           aten("aten::lerp", "Tensor", #T "_lerp", self, borrow(b), scalar_like(self, weight)),   \
+           #T "_lerp");                                                                            \
+  }                                                                                                \
+  void T##_addcmul(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2) {                         \
+    const Tensor product = aten("aten::mul", "Tensor", #T "_addcmul", borrow(src1), borrow(src2)); \
+    assign(r, torch::stable::subtract(borrow(t), product, -as_double(value)), #T "_addcmul");      \
+  }                                                                                                \
+  void T##_addcdiv(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2) {                         \
+    const Tensor quotient =                                                                        \
+        aten("aten::div", "Tensor", #T "_addcdiv", borrow(src1), borrow(src2));                    \
+    assign(r, torch::stable::subtract(borrow(t), quotient, -as_double(value)), #T "_addcdiv");     \
+  }                                                                                                \
+  void T##_mean(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                              \
+    assign(r,                                                                                      \
+           aten("aten::mean", "dim", #T "_mean", borrow(t), dims(dimension), keepdim != 0,         \
+                std::nullopt),                                                                     \
+           #T "_mean");                                                                            \
+  }                                                                                                \
+  void T##_std(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim) {                   \
+    assign(r,                                                                                      \
+           aten("aten::std", "dim", #T "_std", borrow(t), dims(dimension), biased == 0,            \
+                keepdim != 0),                                                                     \
+           #T "_std");                                                                             \
+  }                                                                                                \
+  void T##_var(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim) {                   \
+    assign(r,                                                                                      \
+           aten("aten::var", "dim", #T "_var", borrow(t), dims(dimension), biased == 0,            \
+                keepdim != 0),                                                                     \
+           #T "_var");                                                                             \
+  }                                                                                                \
+  double T##_meanall(__VA_ARGS__ T* t) {                                                           \
+    return item(aten("aten::mean", "", #T "_meanall", borrow(t), std::nullopt), #T "_meanall");    \
+  }                                                                                                \
+  double T##_varall(__VA_ARGS__ T* t, int biased) {                                                \
+    return item(aten("aten::var", "", #T "_varall", borrow(t), biased == 0), #T "_varall");        \
+  }                                                                                                \
+  double T##_stdall(__VA_ARGS__ T* t, int biased) {                                                \
+    return item(aten("aten::std", "", #T "_stdall", borrow(t), biased == 0), #T "_stdall");        \
+  }
+#define KFL_DEFINE_UNARY(name, T, ...)                    \
+  void T##_##name(__VA_ARGS__ T* r, T* t) {               \
+    out_op("aten::" #name, r, {borrow(t)}, #T "_" #name); \
+  }
+
+// of every type (TH_TENSOR_INDEX_API)
+#define KFL_DEFINE_INDEX_API(T, L, B, real, ...)                                                   \
+  void T##_max(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim) {              \
+    extremes("aten::max", values, indices, t, dimension, keepdim, #T "_max");                      \
+  }                                                                                                \
+  void T##_min(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim) {              \
+    extremes("aten::min", values, indices, t, dimension, keepdim, #T "_min");                      \
+  }                                                                                                \
+  void T##_indexSelect(__VA_ARGS__ T* r, T* src, int dim, L* index) {                              \
+    assign(r,                                                                                      \
+           aten("aten::index_select", "", #T "_indexSelect", borrow(src),                          \
+                static_cast<int64_t>(dim), borrow(index)),                                         \
+           #T "_indexSelect");                                                                     \
+  }                                                                                                \
+  void T##_indexCopy(__VA_ARGS__ T* t, int dim, L* index, T* src) {                                \
+    aten("aten::index_copy_", "", #T "_indexCopy", borrow(t), static_cast<int64_t>(dim),           \
+         borrow(index), borrow(src));                                                              \
+  }                                                                                                \
+  void T##_indexAdd(__VA_ARGS__ T* t, int dim, L* index, T* src) {                                 \
+    const Tensor source = borrow(src);                                                             \
+    aten("aten::scatter_add_", "", #T "_indexAdd", borrow(t), static_cast<int64_t>(dim),           \
+         spread(borrow(index), source, dim, #T "_indexAdd"), source);                              \
+  }                                                                                                \
+  void T##_indexFill(__VA_ARGS__ T* t, int dim, L* index, real value) {                            \
+    const Tensor self = borrow(t);                                                                 \
+    aten("aten::index_fill_", "int_Tensor", #T "_indexFill", self, static_cast<int64_t>(dim),      \
+         borrow(index), scalar_like(self, value));                                                 \
+  }                                                                                                \
+  void T##_gather(__VA_ARGS__ T* r, T* src, int dim, L* index) {                                   \
+    assign(r,                                                                                      \
+           aten("aten::gather", "", #T "_gather", borrow(src), static_cast<int64_t>(dim),          \
+                borrow(index), false),                                                             \
+           #T "_gather");                                                                          \
+  }                                                                                                \
+  void T##_scatter(__VA_ARGS__ T* t, int dim, L* index, T* src) {                                  \
+    aten("aten::scatter_", "src", #T "_scatter", borrow(t), static_cast<int64_t>(dim),             \
+         borrow(index), borrow(src));                                                              \
+  }                                                                                                \
+  void T##_scatterAdd(__VA_ARGS__ T* t, int dim, L* index, T* src) {                               \
+    aten("aten::scatter_add_", "", #T "_scatterAdd", borrow(t), static_cast<int64_t>(dim),         \
+         borrow(index), borrow(src));                                                              \
+  }                                                                                                \
+  void T##_scatterFill(__VA_ARGS__ T* t, int dim, L* index, real value) {                          \
+    const Tensor self = borrow(t), at = borrow(index);                                             \
+    aten("aten::scatter_", "src", #T "_scatterFill", self, static_cast<int64_t>(dim), at,          \
+         aten("aten::expand", "", #T "_scatterFill", scalar_like(self, value), sizes(at), false)); \
+  }                                                                                                \
+  void T##_maskedFill(__VA_ARGS__ T* t, B* mask, real value) {                                     \
+    const Tensor self = borrow(t);                                                                 \
+    aten("aten::masked_fill_", "Tensor", #T "_maskedFill", self, as_bool(mask),                    \
+         scalar_like(self, value));                                                                \
+  }                                                                                                \
+  void T##_maskedCopy(__VA_ARGS__ T* t, B* mask, T* src) {                                         \
+    aten("aten::masked_scatter_", "", #T "_maskedCopy", borrow(t), as_bool(mask), borrow(src));    \
+  }                                                                                                \
+  TH_COMPARISON_NAMES(KFL_DEFINE_COMPARISON, T, B, real, __VA_ARGS__)
+#define KFL_DEFINE_COMPARISON(op, T, B, real, ...)                                              \
+  void T##_##op##Value(__VA_ARGS__ B* r, T* t, real value) {                                    \
+    const Tensor self = borrow(t);                                                              \
+    assign(r, aten("aten::" #op, "Tensor", #T "_" #op "Value", self, scalar_like(self, value)), \
+           #T "_" #op "Value");                                                                 \
+  }                                                                                             \
+  void T##_##op##Tensor(__VA_ARGS__ B* r, T* a, T* b) {                                         \
+    assign(r, aten("aten::" #op, "Tensor", #T "_" #op "Tensor", borrow(a), borrow(b)),          \
+           #T "_" #op "Tensor");                                                                \
   }
 
 void THFloatBlas_gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -1349,6 +1598,9 @@ TH_FORALL_CPU_INT_TENSORS(KFL_DEFINE_CPU_INT_MATH)
   KFL_DEFINE_ARITH_API(T, real, double, )            \
   KFL_DEFINE_FLOAT_MATH_API(T, real, )
 TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_CPU_FLOAT_MATH)
+#define KFL_DEFINE_CPU_INDEX(T, S, real, dtype) \
+  KFL_DEFINE_INDEX_API(T, THLongTensor, THByteTensor, real, )
+TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU_INDEX)
 
 // Cross-type copies (TH.h's TH_COPY_FROM), and THC's (THC.h): all one copy.
 #define KFL_DEFINE_COPY_FROM(Name, Src, T, ...)        \
@@ -1370,6 +1622,9 @@ TH_FORALL_CUDA_INT_TENSORS(KFL_DEFINE_CUDA_INT_MATH)
   KFL_DEFINE_ARITH_API(T, real, double, THCState*, )  \
   KFL_DEFINE_FLOAT_MATH_API(T, real, THCState*, )
 TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_FLOAT_MATH)
+#define KFL_DEFINE_CUDA_INDEX(T, S, real, dtype) \
+  KFL_DEFINE_INDEX_API(T, THCudaLongTensor, THCudaByteTensor, real, THCState*, )
+TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_INDEX)
 
 #define KFL_DEFINE_COPY_FROM_CUDA(Name, Src, T, ...)       \
   void T##_copyCuda##Name(__VA_ARGS__ T* self, Src* src) { \

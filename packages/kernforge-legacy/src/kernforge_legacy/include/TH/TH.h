@@ -337,14 +337,99 @@ struct THLongStorage;
   accreal T##_sumall(__VA_ARGS__ T* t);                                   \
   accreal T##_prodall(__VA_ARGS__ T* t);                                  \
   real T##_maxall(__VA_ARGS__ T* t);                                      \
-  real T##_minall(__VA_ARGS__ T* t);
-/* and of the floating types only */
+  real T##_minall(__VA_ARGS__ T* t);                                      \
+  void T##_sub(__VA_ARGS__ T* r, T* t, real value);                       \
+  void T##_neg(__VA_ARGS__ T* r, T* t);                                   \
+  void T##_sign(__VA_ARGS__ T* r, T* t);                                  \
+  void T##_fmod(__VA_ARGS__ T* r, T* t, real value);                      \
+  void T##_remainder(__VA_ARGS__ T* r, T* t, real value);                 \
+  void T##_cfmod(__VA_ARGS__ T* r, T* t, T* src);                         \
+  void T##_cremainder(__VA_ARGS__ T* r, T* t, T* src);                    \
+  void T##_cmax(__VA_ARGS__ T* r, T* t, T* src);                          \
+  void T##_cmin(__VA_ARGS__ T* r, T* t, T* src);                          \
+  void T##_cmaxValue(__VA_ARGS__ T* r, T* t, real value);                 \
+  void T##_cminValue(__VA_ARGS__ T* r, T* t, real value);                 \
+  void T##_sum(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);       \
+  void T##_prod(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);      \
+  void T##_cumsum(__VA_ARGS__ T* r, T* t, int dimension);                 \
+  void T##_cumprod(__VA_ARGS__ T* r, T* t, int dimension);                \
+  ptrdiff_t T##_numel(__VA_ARGS__ T* t);
+/* and of the floating types only: round as C's round (halves away from
+ * zero), cinv 1 / t, tpow value ^ t, biased (std, var) divides by n; the
+ * unary functions of TH_FLOAT_UNARY_NAMES are torch's of the same name */
+#define TH_FLOAT_UNARY_NAMES(X, ...) \
+  X(sigmoid, __VA_ARGS__)            \
+  X(log, __VA_ARGS__)                \
+  X(log1p, __VA_ARGS__)              \
+  X(lgamma, __VA_ARGS__)             \
+  X(cos, __VA_ARGS__)                \
+  X(acos, __VA_ARGS__)               \
+  X(cosh, __VA_ARGS__)               \
+  X(sin, __VA_ARGS__)                \
+  X(asin, __VA_ARGS__)               \
+  X(sinh, __VA_ARGS__)               \
+  X(tan, __VA_ARGS__)                \
+  X(atan, __VA_ARGS__)               \
+  X(tanh, __VA_ARGS__)               \
+  X(erf, __VA_ARGS__)                \
+  X(erfinv, __VA_ARGS__)             \
+  X(rsqrt, __VA_ARGS__)              \
+  X(ceil, __VA_ARGS__)               \
+  X(floor, __VA_ARGS__)              \
+  X(trunc, __VA_ARGS__)              \
+  X(frac, __VA_ARGS__)
+#define TH_UNARY(name, T, ...) void T##_##name(__VA_ARGS__ T* r, T* t);
 #define TH_TENSOR_FLOAT_MATH_API(T, real, ...)                                     \
   void T##_exp(__VA_ARGS__ T* r, T* t);                                            \
   void T##_sqrt(__VA_ARGS__ T* r, T* t);                                           \
   double T##_dot(__VA_ARGS__ T* t, T* src);                                        \
   void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2); \
-  void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec);
+  void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec);   \
+  TH_FLOAT_UNARY_NAMES(TH_UNARY, T, __VA_ARGS__)                                   \
+  void T##_round(__VA_ARGS__ T* r, T* t);                                          \
+  void T##_cinv(__VA_ARGS__ T* r, T* t);                                           \
+  void T##_atan2(__VA_ARGS__ T* r, T* tx, T* ty);                                  \
+  void T##_pow(__VA_ARGS__ T* r, T* t, real value);                                \
+  void T##_tpow(__VA_ARGS__ T* r, real value, T* t);                               \
+  void T##_cpow(__VA_ARGS__ T* r, T* t, T* src);                                   \
+  void T##_lerp(__VA_ARGS__ T* r, T* a, T* b, real weight);                        \
+  void T##_addcmul(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);          \
+  void T##_addcdiv(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);          \
+  void T##_mean(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);               \
+  void T##_std(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim);    \
+  void T##_var(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim);    \
+  double T##_meanall(__VA_ARGS__ T* t);                                            \
+  double T##_varall(__VA_ARGS__ T* t, int biased);                                 \
+  double T##_stdall(__VA_ARGS__ T* t, int biased);
+
+/* Of every type T, with its index type L (THLongTensor, THCudaLongTensor) and
+ * mask type B (THByteTensor, THCudaByteTensor): TH's indices count from 0;
+ * values and indices (max, min) are resized as TH did; the _Value and
+ * _Tensor comparisons write 1 or 0 into a byte tensor. */
+#define TH_TENSOR_INDEX_API(T, L, B, real, ...)                                      \
+  void T##_max(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim); \
+  void T##_min(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim); \
+  void T##_indexSelect(__VA_ARGS__ T* r, T* src, int dim, L* index);                 \
+  void T##_indexCopy(__VA_ARGS__ T* t, int dim, L* index, T* src);                   \
+  void T##_indexAdd(__VA_ARGS__ T* t, int dim, L* index, T* src);                    \
+  void T##_indexFill(__VA_ARGS__ T* t, int dim, L* index, real value);               \
+  void T##_gather(__VA_ARGS__ T* r, T* src, int dim, L* index);                      \
+  void T##_scatter(__VA_ARGS__ T* t, int dim, L* index, T* src);                     \
+  void T##_scatterAdd(__VA_ARGS__ T* t, int dim, L* index, T* src);                  \
+  void T##_scatterFill(__VA_ARGS__ T* t, int dim, L* index, real value);             \
+  void T##_maskedFill(__VA_ARGS__ T* t, B* mask, real value);                        \
+  void T##_maskedCopy(__VA_ARGS__ T* t, B* mask, T* src);                            \
+  TH_COMPARISON_NAMES(TH_COMPARISON, T, B, real, __VA_ARGS__)
+#define TH_COMPARISON_NAMES(X, ...) \
+  X(lt, __VA_ARGS__)                \
+  X(le, __VA_ARGS__)                \
+  X(gt, __VA_ARGS__)                \
+  X(ge, __VA_ARGS__)                \
+  X(ne, __VA_ARGS__)                \
+  X(eq, __VA_ARGS__)
+#define TH_COMPARISON(op, T, B, real, ...)                  \
+  void T##_##op##Value(__VA_ARGS__ B* r, T* t, real value); \
+  void T##_##op##Tensor(__VA_ARGS__ B* r, T* a, T* b);
 
 #define TH_CPU_TENSOR_API(T, S, real, dtype) \
   TH_TENSOR_API(T, S, real, )                \
@@ -359,6 +444,10 @@ TH_FORALL_CPU_INT_TENSORS(TH_CPU_INT_MATH_API)
   TH_TENSOR_FLOAT_MATH_API(T, real, )
 TH_FORALL_CPU_FLOAT_TENSORS(TH_CPU_FLOAT_MATH_API)
 #undef TH_CPU_FLOAT_MATH_API
+#define TH_CPU_INDEX_API(T, S, real, dtype) \
+  TH_TENSOR_INDEX_API(T, THLongTensor, THByteTensor, real, )
+TH_FORALL_CPU_TENSORS(TH_CPU_INDEX_API)
+#undef TH_CPU_INDEX_API
 
 /* T_copy<Name>(self, src): src's elements, converted, into self (the same
  * number of elements, in order), from a tensor of any type:
