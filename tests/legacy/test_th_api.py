@@ -844,31 +844,22 @@ def test_whole_tensor_statistics(th, device):
     assert op(t, 2) == pytest.approx(t.std(unbiased=False).item(), rel=1e-12)
 
 
-def _indexing_expected(which, t, src, index, mask, dim, value):
-    t = t.clone()
-    if which == 0:
-        return src.index_select(dim, index)
-    if which == 1:
-        return t.index_copy_(dim, index, src)
-    if which == 2:
-        return t.index_add_(dim, index, src)
-    if which == 3:
-        return t.index_fill_(dim, index, value)
-    if which == 4:
-        return src.gather(dim, index)
-    if which == 5:
-        return t.scatter_(dim, index, src)
-    if which == 6:
-        return t.scatter_add_(dim, index, src)
-    if which == 7:
-        return t.scatter_(dim, index, value)
-    if which == 8:
-        return t.masked_fill_(mask.bool(), value)
-    return t.masked_scatter_(mask.bool(), src)
+INDEXING = [  # which -> torch's, of (t, a copy to change in place; src, index, mask, dim, value)
+    lambda t, src, i, m, d, v: src.index_select(d, i),
+    lambda t, src, i, m, d, v: t.index_copy_(d, i, src),
+    lambda t, src, i, m, d, v: t.index_add_(d, i, src),
+    lambda t, src, i, m, d, v: t.index_fill_(d, i, v),
+    lambda t, src, i, m, d, v: src.gather(d, i),
+    lambda t, src, i, m, d, v: t.scatter_(d, i, src),
+    lambda t, src, i, m, d, v: t.scatter_add_(d, i, src),
+    lambda t, src, i, m, d, v: t.scatter_(d, i, v),
+    lambda t, src, i, m, d, v: t.masked_fill_(m.bool(), v),
+    lambda t, src, i, m, d, v: t.masked_scatter_(m.bool(), src),
+]
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("which", range(10))
+@pytest.mark.parametrize("which", range(len(INDEXING)))
 def test_indexing_matches_torch(th, which, device):
     gen = torch.Generator().manual_seed(65 + which)
     t = _rand(4, 6, seed=66, device=device)
@@ -886,7 +877,7 @@ def test_indexing_matches_torch(th, which, device):
     mask = (torch.rand(4, 6, generator=gen) < 0.5).to(torch.uint8).to(device)
     if which in (4, 9):  # gather reads, maskedCopy takes, a src the size of t
         src = _rand(4, 6, seed=68, device=device)
-    expected = _indexing_expected(which, t, src, index, mask, dim, 2.5)
+    expected = INDEXING[which](t.clone(), src, index, mask, dim, 2.5)
     r = torch.full((3,), float("nan"), dtype=torch.float64, device=device)
     assert _fn(th, "index_op", device)(t, r, src, index, mask, dim, 2.5, which) == 1
     close(r if which in (0, 4) else t, expected, rtol=0, atol=1e-15)
