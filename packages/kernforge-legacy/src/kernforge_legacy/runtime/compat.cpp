@@ -851,6 +851,12 @@ Tensor aten(const char* name, const char* overload, const char* fn, const A&... 
   return call(name, overload, {torch::stable::detail::from(args)...}, fn);
 }
 
+// r := aten::<name>.<overload>(args...), resized as TH did
+template <class... A>
+void into(const void* r, const char* name, const char* overload, const char* fn, const A&... args) {
+  assign(r, aten(name, overload, fn, args...), fn);
+}
+
 // values and indices := aten::max.dim / aten::min.dim (name) over dimension
 void extremes(const char* name, const void* values, const void* indices, const void* t,
               int dimension, int keepdim, const char* fn) {
@@ -1286,121 +1292,110 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
   }
 
 // TH's math of every handle type T (TH/TH.h's TH_TENSOR_ARITH_API).
-#define KFL_DEFINE_ARITH_API(T, real, accreal, ...)                                               \
-  void T##_add(__VA_ARGS__ T* r, T* t, real value) {                                              \
-    axpy_op<real>(r, t, nullptr, 0.0, as_double(value), #T "_add");                               \
-  }                                                                                               \
-  void T##_mul(__VA_ARGS__ T* r, T* t, real value) {                                              \
-    const Tensor self = borrow(t);                                                                \
-    out_op("aten::mul", r, {self, scalar_like(self, value)}, #T "_mul");                          \
-  }                                                                                               \
-  void T##_div(__VA_ARGS__ T* r, T* t, real value) {                                              \
-    const Tensor self = borrow(t);                                                                \
-    div_op<real>(r, self, scalar_like(self, value), #T "_div");                                   \
-  }                                                                                               \
-  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src) {                                     \
-    axpy_op<real>(r, t, src, as_double(value), 0.0, #T "_cadd");                                  \
-  }                                                                                               \
-  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src) {                                     \
-    axpy_op<real>(r, t, src, -as_double(value), 0.0, #T "_csub");                                 \
-  }                                                                                               \
-  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
-    out_op("aten::mul", r, {borrow(t), borrow(src)}, #T "_cmul");                                 \
-  }                                                                                               \
-  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
-    div_op<real>(r, borrow(t), borrow(src), #T "_cdiv");                                          \
-  }                                                                                               \
-  void T##_abs(__VA_ARGS__ T* r, T* t) {                                                          \
-    out_op("aten::abs", r, {borrow(t)}, #T "_abs");                                               \
-  }                                                                                               \
-  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value) {                        \
-    const Tensor self = borrow(t);                                                                \
-    call("aten::clamp", "Tensor_out",                                                             \
-         {torch::stable::detail::from(self),                                                      \
-          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, min_value))),       \
-          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, max_value))),       \
-          torch::stable::detail::from(borrow(r))},                                                \
-         #T "_clamp");                                                                            \
-    refresh(r);                                                                                   \
-  }                                                                                               \
-  accreal T##_sumall(__VA_ARGS__ T* t) {                                                          \
-    return accumulate_all<accreal>("aten::sum", t, #T "_sumall");                                 \
-  }                                                                                               \
-  accreal T##_prodall(__VA_ARGS__ T* t) {                                                         \
-    return accumulate_all<accreal>("aten::prod", t, #T "_prodall");                               \
-  }                                                                                               \
-  void T##_sub(__VA_ARGS__ T* r, T* t, real value) {                                              \
-    axpy_op<real>(r, t, nullptr, 0.0, -as_double(value), #T "_sub");                              \
-  }                                                                                               \
-  void T##_neg(__VA_ARGS__ T* r, T* t) {                                                          \
-    out_op("aten::neg", r, {borrow(t)}, #T "_neg");                                               \
-  }                                                                                               \
-  void T##_sign(__VA_ARGS__ T* r, T* t) {                                                         \
-    out_op("aten::sign", r, {borrow(t)}, #T "_sign");                                             \
-  }                                                                                               \
-  void T##_fmod(__VA_ARGS__ T* r, T* t, real value) {                                             \
-    const Tensor self = borrow(t);                                                                \
-    assign(r, aten("aten::fmod", "Tensor", #T "_fmod", self, scalar_like(self, value)),           \
-           #T "_fmod");                                                                           \
-  }                                                                                               \
-  void T##_remainder(__VA_ARGS__ T* r, T* t, real value) {                                        \
-    const Tensor self = borrow(t);                                                                \
-    assign(r, aten("aten::remainder", "Tensor", #T "_remainder", self, scalar_like(self, value)), \
-           #T "_remainder");                                                                      \
-  }                                                                                               \
-  void T##_cfmod(__VA_ARGS__ T* r, T* t, T* src) {                                                \
-    assign(r, aten("aten::fmod", "Tensor", #T "_cfmod", borrow(t), borrow(src)), #T "_cfmod");    \
-  }                                                                                               \
-  void T##_cremainder(__VA_ARGS__ T* r, T* t, T* src) {                                           \
-    assign(r, aten("aten::remainder", "Tensor", #T "_cremainder", borrow(t), borrow(src)),        \
-           #T "_cremainder");                                                                     \
-  }                                                                                               \
-  void T##_cmax(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
-    out_op("aten::maximum", r, {borrow(t), borrow(src)}, #T "_cmax");                             \
-  }                                                                                               \
-  void T##_cmin(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
-    out_op("aten::minimum", r, {borrow(t), borrow(src)}, #T "_cmin");                             \
-  }                                                                                               \
-  void T##_cmaxValue(__VA_ARGS__ T* r, T* t, real value) {                                        \
-    const Tensor self = borrow(t);                                                                \
-    out_op("aten::maximum", r, {self, scalar_like(self, value)}, #T "_cmaxValue");                \
-  }                                                                                               \
-  void T##_cminValue(__VA_ARGS__ T* r, T* t, real value) {                                        \
-    const Tensor self = borrow(t);                                                                \
-    out_op("aten::minimum", r, {self, scalar_like(self, value)}, #T "_cminValue");                \
-  }                                                                                               \
-  void T##_sum(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                              \
-    assign(r,                                                                                     \
-           aten("aten::sum", "dim_IntList", #T "_sum", borrow(t), dims(dimension), keepdim != 0,  \
-                std::nullopt),                                                                    \
-           #T "_sum");                                                                            \
-  }                                                                                               \
-  void T##_prod(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                             \
-    assign(r,                                                                                     \
-           aten("aten::prod", "dim_int", #T "_prod", borrow(t), static_cast<int64_t>(dimension),  \
-                keepdim != 0, std::nullopt),                                                      \
-           #T "_prod");                                                                           \
-  }                                                                                               \
-  void T##_cumsum(__VA_ARGS__ T* r, T* t, int dimension) {                                        \
-    assign(r,                                                                                     \
-           aten("aten::cumsum", "", #T "_cumsum", borrow(t), static_cast<int64_t>(dimension),     \
-                std::nullopt),                                                                    \
-           #T "_cumsum");                                                                         \
-  }                                                                                               \
-  void T##_cumprod(__VA_ARGS__ T* r, T* t, int dimension) {                                       \
-    assign(r,                                                                                     \
-           aten("aten::cumprod", "", #T "_cumprod", borrow(t), static_cast<int64_t>(dimension),   \
-                std::nullopt),                                                                    \
-           #T "_cumprod");                                                                        \
-  }                                                                                               \
-  ptrdiff_t T##_numel(__VA_ARGS__ T* t) {                                                         \
-    return numel(t);                                                                              \
-  }                                                                                               \
-  real T##_maxall(__VA_ARGS__ T* t) {                                                             \
-    return reduce_all<real>("aten::max", t, #T "_maxall");                                        \
-  }                                                                                               \
-  real T##_minall(__VA_ARGS__ T* t) {                                                             \
-    return reduce_all<real>("aten::min", t, #T "_minall");                                        \
+#define KFL_DEFINE_ARITH_API(T, real, accreal, ...)                                          \
+  void T##_add(__VA_ARGS__ T* r, T* t, real value) {                                         \
+    axpy_op<real>(r, t, nullptr, 0.0, as_double(value), #T "_add");                          \
+  }                                                                                          \
+  void T##_mul(__VA_ARGS__ T* r, T* t, real value) {                                         \
+    const Tensor self = borrow(t);                                                           \
+    out_op("aten::mul", r, {self, scalar_like(self, value)}, #T "_mul");                     \
+  }                                                                                          \
+  void T##_div(__VA_ARGS__ T* r, T* t, real value) {                                         \
+    const Tensor self = borrow(t);                                                           \
+    div_op<real>(r, self, scalar_like(self, value), #T "_div");                              \
+  }                                                                                          \
+  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src) {                                \
+    axpy_op<real>(r, t, src, as_double(value), 0.0, #T "_cadd");                             \
+  }                                                                                          \
+  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src) {                                \
+    axpy_op<real>(r, t, src, -as_double(value), 0.0, #T "_csub");                            \
+  }                                                                                          \
+  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src) {                                            \
+    out_op("aten::mul", r, {borrow(t), borrow(src)}, #T "_cmul");                            \
+  }                                                                                          \
+  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src) {                                            \
+    div_op<real>(r, borrow(t), borrow(src), #T "_cdiv");                                     \
+  }                                                                                          \
+  void T##_abs(__VA_ARGS__ T* r, T* t) {                                                     \
+    out_op("aten::abs", r, {borrow(t)}, #T "_abs");                                          \
+  }                                                                                          \
+  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value) {                   \
+    const Tensor self = borrow(t);                                                           \
+    call("aten::clamp", "Tensor_out",                                                        \
+         {torch::stable::detail::from(self),                                                 \
+          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, min_value))),  \
+          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, max_value))),  \
+          torch::stable::detail::from(borrow(r))},                                           \
+         #T "_clamp");                                                                       \
+    refresh(r);                                                                              \
+  }                                                                                          \
+  accreal T##_sumall(__VA_ARGS__ T* t) {                                                     \
+    return accumulate_all<accreal>("aten::sum", t, #T "_sumall");                            \
+  }                                                                                          \
+  accreal T##_prodall(__VA_ARGS__ T* t) {                                                    \
+    return accumulate_all<accreal>("aten::prod", t, #T "_prodall");                          \
+  }                                                                                          \
+  void T##_sub(__VA_ARGS__ T* r, T* t, real value) {                                         \
+    axpy_op<real>(r, t, nullptr, 0.0, -as_double(value), #T "_sub");                         \
+  }                                                                                          \
+  void T##_neg(__VA_ARGS__ T* r, T* t) {                                                     \
+    out_op("aten::neg", r, {borrow(t)}, #T "_neg");                                          \
+  }                                                                                          \
+  void T##_sign(__VA_ARGS__ T* r, T* t) {                                                    \
+    out_op("aten::sign", r, {borrow(t)}, #T "_sign");                                        \
+  }                                                                                          \
+  void T##_fmod(__VA_ARGS__ T* r, T* t, real value) {                                        \
+    const Tensor self = borrow(t);                                                           \
+    into(r, "aten::fmod", "Tensor", #T "_fmod", self, scalar_like(self, value));             \
+  }                                                                                          \
+  void T##_remainder(__VA_ARGS__ T* r, T* t, real value) {                                   \
+    const Tensor self = borrow(t);                                                           \
+    into(r, "aten::remainder", "Tensor", #T "_remainder", self, scalar_like(self, value));   \
+  }                                                                                          \
+  void T##_cfmod(__VA_ARGS__ T* r, T* t, T* src) {                                           \
+    into(r, "aten::fmod", "Tensor", #T "_cfmod", borrow(t), borrow(src));                    \
+  }                                                                                          \
+  void T##_cremainder(__VA_ARGS__ T* r, T* t, T* src) {                                      \
+    into(r, "aten::remainder", "Tensor", #T "_cremainder", borrow(t), borrow(src));          \
+  }                                                                                          \
+  void T##_cmax(__VA_ARGS__ T* r, T* t, T* src) {                                            \
+    out_op("aten::maximum", r, {borrow(t), borrow(src)}, #T "_cmax");                        \
+  }                                                                                          \
+  void T##_cmin(__VA_ARGS__ T* r, T* t, T* src) {                                            \
+    out_op("aten::minimum", r, {borrow(t), borrow(src)}, #T "_cmin");                        \
+  }                                                                                          \
+  void T##_cmaxValue(__VA_ARGS__ T* r, T* t, real value) {                                   \
+    const Tensor self = borrow(t);                                                           \
+    out_op("aten::maximum", r, {self, scalar_like(self, value)}, #T "_cmaxValue");           \
+  }                                                                                          \
+  void T##_cminValue(__VA_ARGS__ T* r, T* t, real value) {                                   \
+    const Tensor self = borrow(t);                                                           \
+    out_op("aten::minimum", r, {self, scalar_like(self, value)}, #T "_cminValue");           \
+  }                                                                                          \
+  void T##_sum(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                         \
+    into(r, "aten::sum", "dim_IntList", #T "_sum", borrow(t), dims(dimension), keepdim != 0, \
+         std::nullopt);                                                                      \
+  }                                                                                          \
+  void T##_prod(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                        \
+    into(r, "aten::prod", "dim_int", #T "_prod", borrow(t), static_cast<int64_t>(dimension), \
+         keepdim != 0, std::nullopt);                                                        \
+  }                                                                                          \
+  void T##_cumsum(__VA_ARGS__ T* r, T* t, int dimension) {                                   \
+    into(r, "aten::cumsum", "", #T "_cumsum", borrow(t), static_cast<int64_t>(dimension),    \
+         std::nullopt);                                                                      \
+  }                                                                                          \
+  void T##_cumprod(__VA_ARGS__ T* r, T* t, int dimension) {                                  \
+    into(r, "aten::cumprod", "", #T "_cumprod", borrow(t), static_cast<int64_t>(dimension),  \
+         std::nullopt);                                                                      \
+  }                                                                                          \
+  ptrdiff_t T##_numel(__VA_ARGS__ T* t) {                                                    \
+    return numel(t);                                                                         \
+  }                                                                                          \
+  real T##_maxall(__VA_ARGS__ T* t) {                                                        \
+    return reduce_all<real>("aten::max", t, #T "_maxall");                                   \
+  }                                                                                          \
+  real T##_minall(__VA_ARGS__ T* t) {                                                        \
+    return reduce_all<real>("aten::min", t, #T "_minall");                                   \
   }
 
 // and of the floating types only (TH_TENSOR_FLOAT_MATH_API)
@@ -1440,22 +1435,18 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
   }                                                                                                \
   void T##_pow(__VA_ARGS__ T* r, T* t, real value) {                                               \
     const Tensor self = borrow(t);                                                                 \
-    assign(r, aten("aten::pow", "Tensor_Tensor", #T "_pow", self, scalar_like(self, value)),       \
-           #T "_pow");                                                                             \
+    into(r, "aten::pow", "Tensor_Tensor", #T "_pow", self, scalar_like(self, value));              \
   }                                                                                                \
   void T##_tpow(__VA_ARGS__ T* r, real value, T* t) {                                              \
     const Tensor self = borrow(t);                                                                 \
-    assign(r, aten("aten::pow", "Tensor_Tensor", #T "_tpow", scalar_like(self, value), self),      \
-           #T "_tpow");                                                                            \
+    into(r, "aten::pow", "Tensor_Tensor", #T "_tpow", scalar_like(self, value), self);             \
   }                                                                                                \
   void T##_cpow(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
-    assign(r, aten("aten::pow", "Tensor_Tensor", #T "_cpow", borrow(t), borrow(src)), #T "_cpow"); \
+    into(r, "aten::pow", "Tensor_Tensor", #T "_cpow", borrow(t), borrow(src));                     \
   }                                                                                                \
   void T##_lerp(__VA_ARGS__ T* r, T* a, T* b, real weight) {                                       \
     const Tensor self = borrow(a);                                                                 \
-    assign(r,                                                                                      \
-           aten("aten::lerp", "Tensor", #T "_lerp", self, borrow(b), scalar_like(self, weight)),   \
-           #T "_lerp");                                                                            \
+    into(r, "aten::lerp", "Tensor", #T "_lerp", self, borrow(b), scalar_like(self, weight));       \
   }                                                                                                \
   void T##_addcmul(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2) {                         \
     const Tensor product = aten("aten::mul", "Tensor", #T "_addcmul", borrow(src1), borrow(src2)); \
@@ -1467,22 +1458,14 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
     assign(r, torch::stable::subtract(borrow(t), quotient, -as_double(value)), #T "_addcdiv");     \
   }                                                                                                \
   void T##_mean(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                              \
-    assign(r,                                                                                      \
-           aten("aten::mean", "dim", #T "_mean", borrow(t), dims(dimension), keepdim != 0,         \
-                std::nullopt),                                                                     \
-           #T "_mean");                                                                            \
+    into(r, "aten::mean", "dim", #T "_mean", borrow(t), dims(dimension), keepdim != 0,             \
+         std::nullopt);                                                                            \
   }                                                                                                \
   void T##_std(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim) {                   \
-    assign(r,                                                                                      \
-           aten("aten::std", "dim", #T "_std", borrow(t), dims(dimension), biased == 0,            \
-                keepdim != 0),                                                                     \
-           #T "_std");                                                                             \
+    into(r, "aten::std", "dim", #T "_std", borrow(t), dims(dimension), biased == 0, keepdim != 0); \
   }                                                                                                \
   void T##_var(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim) {                   \
-    assign(r,                                                                                      \
-           aten("aten::var", "dim", #T "_var", borrow(t), dims(dimension), biased == 0,            \
-                keepdim != 0),                                                                     \
-           #T "_var");                                                                             \
+    into(r, "aten::var", "dim", #T "_var", borrow(t), dims(dimension), biased == 0, keepdim != 0); \
   }                                                                                                \
   double T##_meanall(__VA_ARGS__ T* t) {                                                           \
     return item(aten("aten::mean", "", #T "_meanall", borrow(t), std::nullopt), #T "_meanall");    \
@@ -1507,10 +1490,8 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
     extremes("aten::min", values, indices, t, dimension, keepdim, #T "_min");                      \
   }                                                                                                \
   void T##_indexSelect(__VA_ARGS__ T* r, T* src, int dim, L* index) {                              \
-    assign(r,                                                                                      \
-           aten("aten::index_select", "", #T "_indexSelect", borrow(src),                          \
-                static_cast<int64_t>(dim), borrow(index)),                                         \
-           #T "_indexSelect");                                                                     \
+    into(r, "aten::index_select", "", #T "_indexSelect", borrow(src), static_cast<int64_t>(dim),   \
+         borrow(index));                                                                           \
   }                                                                                                \
   void T##_indexCopy(__VA_ARGS__ T* t, int dim, L* index, T* src) {                                \
     aten("aten::index_copy_", "", #T "_indexCopy", borrow(t), static_cast<int64_t>(dim),           \
@@ -1527,10 +1508,8 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
          borrow(index), scalar_like(self, value));                                                 \
   }                                                                                                \
   void T##_gather(__VA_ARGS__ T* r, T* src, int dim, L* index) {                                   \
-    assign(r,                                                                                      \
-           aten("aten::gather", "", #T "_gather", borrow(src), static_cast<int64_t>(dim),          \
-                borrow(index), false),                                                             \
-           #T "_gather");                                                                          \
+    into(r, "aten::gather", "", #T "_gather", borrow(src), static_cast<int64_t>(dim),              \
+         borrow(index), false);                                                                    \
   }                                                                                                \
   void T##_scatter(__VA_ARGS__ T* t, int dim, L* index, T* src) {                                  \
     aten("aten::scatter_", "src", #T "_scatter", borrow(t), static_cast<int64_t>(dim),             \
@@ -1554,15 +1533,13 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
     aten("aten::masked_scatter_", "", #T "_maskedCopy", borrow(t), as_bool(mask), borrow(src));    \
   }                                                                                                \
   TH_COMPARISON_NAMES(KFL_DEFINE_COMPARISON, T, B, real, __VA_ARGS__)
-#define KFL_DEFINE_COMPARISON(op, T, B, real, ...)                                              \
-  void T##_##op##Value(__VA_ARGS__ B* r, T* t, real value) {                                    \
-    const Tensor self = borrow(t);                                                              \
-    assign(r, aten("aten::" #op, "Tensor", #T "_" #op "Value", self, scalar_like(self, value)), \
-           #T "_" #op "Value");                                                                 \
-  }                                                                                             \
-  void T##_##op##Tensor(__VA_ARGS__ B* r, T* a, T* b) {                                         \
-    assign(r, aten("aten::" #op, "Tensor", #T "_" #op "Tensor", borrow(a), borrow(b)),          \
-           #T "_" #op "Tensor");                                                                \
+#define KFL_DEFINE_COMPARISON(op, T, B, real, ...)                                       \
+  void T##_##op##Value(__VA_ARGS__ B* r, T* t, real value) {                             \
+    const Tensor self = borrow(t);                                                       \
+    into(r, "aten::" #op, "Tensor", #T "_" #op "Value", self, scalar_like(self, value)); \
+  }                                                                                      \
+  void T##_##op##Tensor(__VA_ARGS__ B* r, T* a, T* b) {                                  \
+    into(r, "aten::" #op, "Tensor", #T "_" #op "Tensor", borrow(a), borrow(b));          \
   }
 
 void THFloatBlas_gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha,
