@@ -897,3 +897,53 @@ def test_comparisons_write_bytes(th, which, device):
     expected = COMPARISONS[which % 6](a, other).to(torch.uint8)
     assert r.dtype == torch.uint8 and torch.equal(r, expected)
     assert 0 < int(expected.sum()) < expected.numel()
+
+
+MAKE = {  # which -> torch's, of (a, b, c)
+    0: lambda a, b, c: torch.zeros(3, 4, dtype=a.dtype, device=a.device),
+    1: lambda a, b, c: torch.ones(3, 4, dtype=a.dtype, device=a.device),
+    2: lambda a, b, c: torch.zeros_like(a),
+    3: lambda a, b, c: torch.ones_like(a),
+    4: lambda a, b, c: torch.eye(3, 5, dtype=a.dtype, device=a.device),
+    5: lambda a, b, c: torch.diag(a, 1),
+    6: lambda a, b, c: torch.tril(a, -1),
+    7: lambda a, b, c: torch.triu(a, 1),
+    8: lambda a, b, c: torch.cat([a, b], 0),
+    9: lambda a, b, c: torch.cat([a, b, c], 1),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("which", MAKE)
+def test_tensors_made_and_joined(th, which, device):
+    a, b, c = (_rand(4, 4, seed=71 + i, device=device) for i in range(3))
+    r = torch.full((2,), float("nan"), dtype=torch.float64, device=device)
+    assert _fn(th, "make_op", device)(r, a, b, c, which) == 1
+    close(r, MAKE[which](a, b, c), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("beta", [0.5, 0.0])
+@pytest.mark.parametrize("which", range(3))
+def test_addr_addbmm_baddbmm(th, which, beta, device):
+    shapes = [((3, 4), (3,), (4,)), ((3, 5), (2, 3, 4), (2, 4, 5)), ((2, 3, 5), (2, 3, 4), (2, 4, 5))][which]
+    t, x, y = (_rand(*shape, seed=75 + i, device=device) for i, shape in enumerate(shapes))
+    t[0] = float("nan")  # beta = 0: TH's BLAS left t out, NaN and all
+    r = torch.full((1,), float("nan"), dtype=torch.float64, device=device)
+    assert _fn(th, "blas_like_op", device)(r, t, x, y, beta, 2.0, which) == 1
+    product = torch.outer(x, y) if which == 0 else (x @ y).sum(0) if which == 1 else x @ y
+    if beta == 0:
+        close(r, 2.0 * product)  # no NaN: t left out
+    else:
+        torch.testing.assert_close(r, beta * t + 2.0 * product, equal_nan=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_trace_and_equal(th, device):
+    a = _rand(5, 5, seed=78, device=device)
+    op = _fn(th, "trace_or_equal", device)
+    assert op(a, a, 0) == pytest.approx(torch.trace(a).item(), rel=1e-12)
+    assert op(a, a.clone(), 1) == 1
+    b = a.clone()
+    b[2, 3] += 1e-9
+    assert op(a, b, 1) == 0 and op(a, a[:4], 1) == 0

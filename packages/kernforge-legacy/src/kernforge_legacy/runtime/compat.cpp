@@ -785,18 +785,22 @@ Real reduce_all(const char* name, const void* t, const char* fn) {
 // TH's sumall and prodall (name: aten::sum or aten::prod): an int64_t for the
 // integer types (exact, wrapping as C's), a double for the others
 template <class Acc>
-Acc accumulate_all(const char* name, const void* t, const char* fn) {
-  const Tensor sum =
-      call(name, "",
-           {torch::stable::detail::from(borrow(t)), torch::stable::detail::from(std::nullopt)}, fn);
+Acc accumulated(const Tensor& value, const char* fn) {
   if constexpr (std::is_integral_v<Acc>) {
-    const Tensor as_long = torch::stable::to(sum, torch::headeronly::ScalarType::Long);
+    const Tensor as_long = torch::stable::to(value, torch::headeronly::ScalarType::Long);
     int64_t v;
     check(aoti_torch_item_int64(as_long.get(), &v), fn);
     return v;
   } else {
-    return item(sum, fn);
+    return item(value, fn);
   }
+}
+template <class Acc>
+Acc accumulate_all(const char* name, const void* t, const char* fn) {
+  return accumulated<Acc>(
+      call(name, "",
+           {torch::stable::detail::from(borrow(t)), torch::stable::detail::from(std::nullopt)}, fn),
+      fn);
 }
 
 // r := t / other: truncated for the integer types, as C divides them
@@ -855,6 +859,26 @@ Tensor aten(const char* name, const char* overload, const char* fn, const A&... 
 template <class... A>
 void into(const void* r, const char* name, const char* overload, const char* fn, const A&... args) {
   assign(r, aten(name, overload, fn, args...), fn);
+}
+
+// beta * t + alpha * x, t left out where beta is 0 (as TH's BLAS-like math did)
+Tensor scaled_sum(const Tensor& t, double beta, const Tensor& x, double alpha, const char* fn) {
+  if (beta == 0) return aten("aten::mul", "Tensor", fn, x, scalar_like(x, alpha));
+  return torch::stable::subtract(aten("aten::mul", "Tensor", fn, t, scalar_like(t, beta)), x,
+                                 -alpha);
+}
+
+// r := value everywhere, in shape
+void filled(const void* r, std::vector<int64_t> shape, double value, const char* fn) {
+  resize(const_cast<void*>(r), std::move(shape), fn);
+  check(aoti_torch_aten_fill__Scalar(handle(r), value), fn);
+}
+
+// TH's cat and catArray: the tensors joined along dimension, into r
+void joined(const void* r, const void* const* inputs, int n, int dimension, const char* fn) {
+  std::vector<Tensor> parts;
+  for (int i = 0; i < n; ++i) parts.push_back(borrow(inputs[i]));
+  into(r, "aten::cat", "", fn, parts, static_cast<int64_t>(dimension));
 }
 
 // values and indices := aten::max.dim / aten::min.dim (name) over dimension
@@ -1292,110 +1316,155 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
   }
 
 // TH's math of every handle type T (TH/TH.h's TH_TENSOR_ARITH_API).
-#define KFL_DEFINE_ARITH_API(T, real, accreal, ...)                                          \
-  void T##_add(__VA_ARGS__ T* r, T* t, real value) {                                         \
-    axpy_op<real>(r, t, nullptr, 0.0, as_double(value), #T "_add");                          \
-  }                                                                                          \
-  void T##_mul(__VA_ARGS__ T* r, T* t, real value) {                                         \
-    const Tensor self = borrow(t);                                                           \
-    out_op("aten::mul", r, {self, scalar_like(self, value)}, #T "_mul");                     \
-  }                                                                                          \
-  void T##_div(__VA_ARGS__ T* r, T* t, real value) {                                         \
-    const Tensor self = borrow(t);                                                           \
-    div_op<real>(r, self, scalar_like(self, value), #T "_div");                              \
-  }                                                                                          \
-  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src) {                                \
-    axpy_op<real>(r, t, src, as_double(value), 0.0, #T "_cadd");                             \
-  }                                                                                          \
-  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src) {                                \
-    axpy_op<real>(r, t, src, -as_double(value), 0.0, #T "_csub");                            \
-  }                                                                                          \
-  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src) {                                            \
-    out_op("aten::mul", r, {borrow(t), borrow(src)}, #T "_cmul");                            \
-  }                                                                                          \
-  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src) {                                            \
-    div_op<real>(r, borrow(t), borrow(src), #T "_cdiv");                                     \
-  }                                                                                          \
-  void T##_abs(__VA_ARGS__ T* r, T* t) {                                                     \
-    out_op("aten::abs", r, {borrow(t)}, #T "_abs");                                          \
-  }                                                                                          \
-  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value) {                   \
-    const Tensor self = borrow(t);                                                           \
-    call("aten::clamp", "Tensor_out",                                                        \
-         {torch::stable::detail::from(self),                                                 \
-          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, min_value))),  \
-          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, max_value))),  \
-          torch::stable::detail::from(borrow(r))},                                           \
-         #T "_clamp");                                                                       \
-    refresh(r);                                                                              \
-  }                                                                                          \
-  accreal T##_sumall(__VA_ARGS__ T* t) {                                                     \
-    return accumulate_all<accreal>("aten::sum", t, #T "_sumall");                            \
-  }                                                                                          \
-  accreal T##_prodall(__VA_ARGS__ T* t) {                                                    \
-    return accumulate_all<accreal>("aten::prod", t, #T "_prodall");                          \
-  }                                                                                          \
-  void T##_sub(__VA_ARGS__ T* r, T* t, real value) {                                         \
-    axpy_op<real>(r, t, nullptr, 0.0, -as_double(value), #T "_sub");                         \
-  }                                                                                          \
-  void T##_neg(__VA_ARGS__ T* r, T* t) {                                                     \
-    out_op("aten::neg", r, {borrow(t)}, #T "_neg");                                          \
-  }                                                                                          \
-  void T##_sign(__VA_ARGS__ T* r, T* t) {                                                    \
-    out_op("aten::sign", r, {borrow(t)}, #T "_sign");                                        \
-  }                                                                                          \
-  void T##_fmod(__VA_ARGS__ T* r, T* t, real value) {                                        \
-    const Tensor self = borrow(t);                                                           \
-    into(r, "aten::fmod", "Tensor", #T "_fmod", self, scalar_like(self, value));             \
-  }                                                                                          \
-  void T##_remainder(__VA_ARGS__ T* r, T* t, real value) {                                   \
-    const Tensor self = borrow(t);                                                           \
-    into(r, "aten::remainder", "Tensor", #T "_remainder", self, scalar_like(self, value));   \
-  }                                                                                          \
-  void T##_cfmod(__VA_ARGS__ T* r, T* t, T* src) {                                           \
-    into(r, "aten::fmod", "Tensor", #T "_cfmod", borrow(t), borrow(src));                    \
-  }                                                                                          \
-  void T##_cremainder(__VA_ARGS__ T* r, T* t, T* src) {                                      \
-    into(r, "aten::remainder", "Tensor", #T "_cremainder", borrow(t), borrow(src));          \
-  }                                                                                          \
-  void T##_cmax(__VA_ARGS__ T* r, T* t, T* src) {                                            \
-    out_op("aten::maximum", r, {borrow(t), borrow(src)}, #T "_cmax");                        \
-  }                                                                                          \
-  void T##_cmin(__VA_ARGS__ T* r, T* t, T* src) {                                            \
-    out_op("aten::minimum", r, {borrow(t), borrow(src)}, #T "_cmin");                        \
-  }                                                                                          \
-  void T##_cmaxValue(__VA_ARGS__ T* r, T* t, real value) {                                   \
-    const Tensor self = borrow(t);                                                           \
-    out_op("aten::maximum", r, {self, scalar_like(self, value)}, #T "_cmaxValue");           \
-  }                                                                                          \
-  void T##_cminValue(__VA_ARGS__ T* r, T* t, real value) {                                   \
-    const Tensor self = borrow(t);                                                           \
-    out_op("aten::minimum", r, {self, scalar_like(self, value)}, #T "_cminValue");           \
-  }                                                                                          \
-  void T##_sum(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                         \
-    into(r, "aten::sum", "dim_IntList", #T "_sum", borrow(t), dims(dimension), keepdim != 0, \
-         std::nullopt);                                                                      \
-  }                                                                                          \
-  void T##_prod(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                        \
-    into(r, "aten::prod", "dim_int", #T "_prod", borrow(t), static_cast<int64_t>(dimension), \
-         keepdim != 0, std::nullopt);                                                        \
-  }                                                                                          \
-  void T##_cumsum(__VA_ARGS__ T* r, T* t, int dimension) {                                   \
-    into(r, "aten::cumsum", "", #T "_cumsum", borrow(t), static_cast<int64_t>(dimension),    \
-         std::nullopt);                                                                      \
-  }                                                                                          \
-  void T##_cumprod(__VA_ARGS__ T* r, T* t, int dimension) {                                  \
-    into(r, "aten::cumprod", "", #T "_cumprod", borrow(t), static_cast<int64_t>(dimension),  \
-         std::nullopt);                                                                      \
-  }                                                                                          \
-  ptrdiff_t T##_numel(__VA_ARGS__ T* t) {                                                    \
-    return numel(t);                                                                         \
-  }                                                                                          \
-  real T##_maxall(__VA_ARGS__ T* t) {                                                        \
-    return reduce_all<real>("aten::max", t, #T "_maxall");                                   \
-  }                                                                                          \
-  real T##_minall(__VA_ARGS__ T* t) {                                                        \
-    return reduce_all<real>("aten::min", t, #T "_minall");                                   \
+#define KFL_DEFINE_ARITH_API(T, real, accreal, ...)                                                \
+  void T##_add(__VA_ARGS__ T* r, T* t, real value) {                                               \
+    axpy_op<real>(r, t, nullptr, 0.0, as_double(value), #T "_add");                                \
+  }                                                                                                \
+  void T##_mul(__VA_ARGS__ T* r, T* t, real value) {                                               \
+    const Tensor self = borrow(t);                                                                 \
+    out_op("aten::mul", r, {self, scalar_like(self, value)}, #T "_mul");                           \
+  }                                                                                                \
+  void T##_div(__VA_ARGS__ T* r, T* t, real value) {                                               \
+    const Tensor self = borrow(t);                                                                 \
+    div_op<real>(r, self, scalar_like(self, value), #T "_div");                                    \
+  }                                                                                                \
+  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src) {                                      \
+    axpy_op<real>(r, t, src, as_double(value), 0.0, #T "_cadd");                                   \
+  }                                                                                                \
+  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src) {                                      \
+    axpy_op<real>(r, t, src, -as_double(value), 0.0, #T "_csub");                                  \
+  }                                                                                                \
+  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
+    out_op("aten::mul", r, {borrow(t), borrow(src)}, #T "_cmul");                                  \
+  }                                                                                                \
+  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
+    div_op<real>(r, borrow(t), borrow(src), #T "_cdiv");                                           \
+  }                                                                                                \
+  void T##_abs(__VA_ARGS__ T* r, T* t) {                                                           \
+    out_op("aten::abs", r, {borrow(t)}, #T "_abs");                                                \
+  }                                                                                                \
+  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value) {                         \
+    const Tensor self = borrow(t);                                                                 \
+    call("aten::clamp", "Tensor_out",                                                              \
+         {torch::stable::detail::from(self),                                                       \
+          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, min_value))),        \
+          torch::stable::detail::from(std::optional<Tensor>(scalar_like(self, max_value))),        \
+          torch::stable::detail::from(borrow(r))},                                                 \
+         #T "_clamp");                                                                             \
+    refresh(r);                                                                                    \
+  }                                                                                                \
+  accreal T##_sumall(__VA_ARGS__ T* t) {                                                           \
+    return accumulate_all<accreal>("aten::sum", t, #T "_sumall");                                  \
+  }                                                                                                \
+  accreal T##_prodall(__VA_ARGS__ T* t) {                                                          \
+    return accumulate_all<accreal>("aten::prod", t, #T "_prodall");                                \
+  }                                                                                                \
+  void T##_sub(__VA_ARGS__ T* r, T* t, real value) {                                               \
+    axpy_op<real>(r, t, nullptr, 0.0, -as_double(value), #T "_sub");                               \
+  }                                                                                                \
+  void T##_neg(__VA_ARGS__ T* r, T* t) {                                                           \
+    out_op("aten::neg", r, {borrow(t)}, #T "_neg");                                                \
+  }                                                                                                \
+  void T##_sign(__VA_ARGS__ T* r, T* t) {                                                          \
+    out_op("aten::sign", r, {borrow(t)}, #T "_sign");                                              \
+  }                                                                                                \
+  void T##_fmod(__VA_ARGS__ T* r, T* t, real value) {                                              \
+    const Tensor self = borrow(t);                                                                 \
+    into(r, "aten::fmod", "Tensor", #T "_fmod", self, scalar_like(self, value));                   \
+  }                                                                                                \
+  void T##_remainder(__VA_ARGS__ T* r, T* t, real value) {                                         \
+    const Tensor self = borrow(t);                                                                 \
+    into(r, "aten::remainder", "Tensor", #T "_remainder", self, scalar_like(self, value));         \
+  }                                                                                                \
+  void T##_cfmod(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
+    into(r, "aten::fmod", "Tensor", #T "_cfmod", borrow(t), borrow(src));                          \
+  }                                                                                                \
+  void T##_cremainder(__VA_ARGS__ T* r, T* t, T* src) {                                            \
+    into(r, "aten::remainder", "Tensor", #T "_cremainder", borrow(t), borrow(src));                \
+  }                                                                                                \
+  void T##_cmax(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
+    out_op("aten::maximum", r, {borrow(t), borrow(src)}, #T "_cmax");                              \
+  }                                                                                                \
+  void T##_cmin(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
+    out_op("aten::minimum", r, {borrow(t), borrow(src)}, #T "_cmin");                              \
+  }                                                                                                \
+  void T##_cmaxValue(__VA_ARGS__ T* r, T* t, real value) {                                         \
+    const Tensor self = borrow(t);                                                                 \
+    out_op("aten::maximum", r, {self, scalar_like(self, value)}, #T "_cmaxValue");                 \
+  }                                                                                                \
+  void T##_cminValue(__VA_ARGS__ T* r, T* t, real value) {                                         \
+    const Tensor self = borrow(t);                                                                 \
+    out_op("aten::minimum", r, {self, scalar_like(self, value)}, #T "_cminValue");                 \
+  }                                                                                                \
+  void T##_sum(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                               \
+    into(r, "aten::sum", "dim_IntList", #T "_sum", borrow(t), dims(dimension), keepdim != 0,       \
+         std::nullopt);                                                                            \
+  }                                                                                                \
+  void T##_prod(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                              \
+    into(r, "aten::prod", "dim_int", #T "_prod", borrow(t), static_cast<int64_t>(dimension),       \
+         keepdim != 0, std::nullopt);                                                              \
+  }                                                                                                \
+  void T##_cumsum(__VA_ARGS__ T* r, T* t, int dimension) {                                         \
+    into(r, "aten::cumsum", "", #T "_cumsum", borrow(t), static_cast<int64_t>(dimension),          \
+         std::nullopt);                                                                            \
+  }                                                                                                \
+  void T##_cumprod(__VA_ARGS__ T* r, T* t, int dimension) {                                        \
+    into(r, "aten::cumprod", "", #T "_cumprod", borrow(t), static_cast<int64_t>(dimension),        \
+         std::nullopt);                                                                            \
+  }                                                                                                \
+  ptrdiff_t T##_numel(__VA_ARGS__ T* t) {                                                          \
+    return numel(t);                                                                               \
+  }                                                                                                \
+  void T##_zeros(__VA_ARGS__ T* r, THLongStorage* size) {                                          \
+    filled(r, longs_of(size, #T "_zeros"), 0.0, #T "_zeros");                                      \
+  }                                                                                                \
+  void T##_ones(__VA_ARGS__ T* r, THLongStorage* size) {                                           \
+    filled(r, longs_of(size, #T "_ones"), 1.0, #T "_ones");                                        \
+  }                                                                                                \
+  void T##_zerosLike(__VA_ARGS__ T* r, T* input) {                                                 \
+    filled(r, sizes(input), 0.0, #T "_zerosLike");                                                 \
+  }                                                                                                \
+  void T##_onesLike(__VA_ARGS__ T* r, T* input) {                                                  \
+    filled(r, sizes(input), 1.0, #T "_onesLike");                                                  \
+  }                                                                                                \
+  void T##_eye(__VA_ARGS__ T* r, int64_t n, int64_t m) {                                           \
+    const char* fn = #T "_eye";                                                                    \
+    filled(r, {n, m > 0 ? m : n}, 0.0, fn);                                                        \
+    const Tensor self = borrow(r);                                                                 \
+    const Tensor diagonal =                                                                        \
+        aten("aten::diagonal", "", fn, self, int64_t{0}, int64_t{0}, int64_t{1});                  \
+    aten("aten::fill_", "Tensor", fn, diagonal, scalar_like(self, 1));                             \
+  }                                                                                                \
+  void T##_diag(__VA_ARGS__ T* r, T* t, int k) {                                                   \
+    into(r, "aten::diag", "", #T "_diag", borrow(t), static_cast<int64_t>(k));                     \
+  }                                                                                                \
+  void T##_tril(__VA_ARGS__ T* r, T* t, int64_t k) {                                               \
+    into(r, "aten::tril", "", #T "_tril", borrow(t), k);                                           \
+  }                                                                                                \
+  void T##_triu(__VA_ARGS__ T* r, T* t, int64_t k) {                                               \
+    into(r, "aten::triu", "", #T "_triu", borrow(t), k);                                           \
+  }                                                                                                \
+  accreal T##_trace(__VA_ARGS__ T* t) {                                                            \
+    return accumulated<accreal>(aten("aten::trace", "", #T "_trace", borrow(t)), #T "_trace");     \
+  }                                                                                                \
+  int T##_equal(__VA_ARGS__ T* ta, T* tb) {                                                        \
+    std::vector<StableIValue> stack = {torch::stable::detail::from(borrow(ta)),                    \
+                                       torch::stable::detail::from(borrow(tb))};                   \
+    check(torch_call_dispatcher("aten::equal", "", stack.data(), TORCH_ABI_VERSION), #T "_equal"); \
+    return torch::stable::detail::to<bool>(stack[0]) ? 1 : 0;                                      \
+  }                                                                                                \
+  void T##_cat(__VA_ARGS__ T* r, T* ta, T* tb, int dimension) {                                    \
+    const void* inputs[] = {ta, tb};                                                               \
+    joined(r, inputs, 2, dimension, #T "_cat");                                                    \
+  }                                                                                                \
+  void T##_catArray(__VA_ARGS__ T* r, T** inputs, int n, int dimension) {                          \
+    joined(r, reinterpret_cast<const void* const*>(inputs), n, dimension, #T "_catArray");         \
+  }                                                                                                \
+  real T##_maxall(__VA_ARGS__ T* t) {                                                              \
+    return reduce_all<real>("aten::max", t, #T "_maxall");                                         \
+  }                                                                                                \
+  real T##_minall(__VA_ARGS__ T* t) {                                                              \
+    return reduce_all<real>("aten::min", t, #T "_minall");                                         \
   }
 
 // and of the floating types only (TH_TENSOR_FLOAT_MATH_API)
@@ -1475,6 +1544,24 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
   }                                                                                                \
   double T##_stdall(__VA_ARGS__ T* t, int biased) {                                                \
     return item(aten("aten::std", "", #T "_stdall", borrow(t), biased == 0), #T "_stdall");        \
+  }                                                                                                \
+  void T##_addr(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* vec1, T* vec2) {                 \
+    const char* fn = #T "_addr";                                                                   \
+    const Tensor outer = aten("aten::outer", "", fn, borrow(vec1), borrow(vec2));                  \
+    assign(r, scaled_sum(borrow(t), as_double(beta), outer, as_double(alpha), fn), fn);            \
+  }                                                                                                \
+  void T##_addbmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* batch1, T* batch2) {           \
+    const char* fn = #T "_addbmm";                                                                 \
+    const Tensor products = aten("aten::bmm", "", fn, borrow(batch1), borrow(batch2));             \
+    const Tensor sum =                                                                             \
+        aten("aten::sum", "dim_IntList", fn, products, dims(0), false, std::nullopt);              \
+    assign(r, scaled_sum(borrow(t), as_double(beta), sum, as_double(alpha), fn), fn);              \
+  }                                                                                                \
+  void T##_baddbmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* batch1, T* batch2) {          \
+    const char* fn = #T "_baddbmm";                                                                \
+    if (r != t) assign(r, borrow(t), fn);                                                          \
+    baddbmm_into(borrow(r), borrow(batch1), borrow(batch2), as_double(beta), as_double(alpha),     \
+                 fn);                                                                              \
   }
 #define KFL_DEFINE_UNARY(name, T, ...)                    \
   void T##_##name(__VA_ARGS__ T* r, T* t) {               \

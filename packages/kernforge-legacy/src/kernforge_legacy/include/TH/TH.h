@@ -353,7 +353,19 @@ struct THLongStorage;
   void T##_prod(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);      \
   void T##_cumsum(__VA_ARGS__ T* r, T* t, int dimension);                 \
   void T##_cumprod(__VA_ARGS__ T* r, T* t, int dimension);                \
-  ptrdiff_t T##_numel(__VA_ARGS__ T* t);
+  ptrdiff_t T##_numel(__VA_ARGS__ T* t);                                  \
+  void T##_zeros(__VA_ARGS__ T* r, struct THLongStorage* size);           \
+  void T##_ones(__VA_ARGS__ T* r, struct THLongStorage* size);            \
+  void T##_zerosLike(__VA_ARGS__ T* r, T* input);                         \
+  void T##_onesLike(__VA_ARGS__ T* r, T* input);                          \
+  void T##_eye(__VA_ARGS__ T* r, int64_t n, int64_t m);                   \
+  void T##_diag(__VA_ARGS__ T* r, T* t, int k);                           \
+  void T##_tril(__VA_ARGS__ T* r, T* t, int64_t k);                       \
+  void T##_triu(__VA_ARGS__ T* r, T* t, int64_t k);                       \
+  accreal T##_trace(__VA_ARGS__ T* t);                                    \
+  int T##_equal(__VA_ARGS__ T* ta, T* tb);                                \
+  void T##_cat(__VA_ARGS__ T* r, T* ta, T* tb, int dimension);            \
+  void T##_catArray(__VA_ARGS__ T* r, T** inputs, int numInputs, int dimension);
 /* and of the floating types only: round as C's round (halves away from
  * zero), cinv 1 / t, tpow value ^ t, biased (std, var) divides by n; the
  * unary functions of TH_FLOAT_UNARY_NAMES are torch's of the same name */
@@ -379,28 +391,31 @@ struct THLongStorage;
   X(trunc, __VA_ARGS__)              \
   X(frac, __VA_ARGS__)
 #define TH_UNARY(name, T, ...) void T##_##name(__VA_ARGS__ T* r, T* t);
-#define TH_TENSOR_FLOAT_MATH_API(T, real, ...)                                     \
-  void T##_exp(__VA_ARGS__ T* r, T* t);                                            \
-  void T##_sqrt(__VA_ARGS__ T* r, T* t);                                           \
-  double T##_dot(__VA_ARGS__ T* t, T* src);                                        \
-  void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2); \
-  void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec);   \
-  TH_FLOAT_UNARY_NAMES(TH_UNARY, T, __VA_ARGS__)                                   \
-  void T##_round(__VA_ARGS__ T* r, T* t);                                          \
-  void T##_cinv(__VA_ARGS__ T* r, T* t);                                           \
-  void T##_atan2(__VA_ARGS__ T* r, T* tx, T* ty);                                  \
-  void T##_pow(__VA_ARGS__ T* r, T* t, real value);                                \
-  void T##_tpow(__VA_ARGS__ T* r, real value, T* t);                               \
-  void T##_cpow(__VA_ARGS__ T* r, T* t, T* src);                                   \
-  void T##_lerp(__VA_ARGS__ T* r, T* a, T* b, real weight);                        \
-  void T##_addcmul(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);          \
-  void T##_addcdiv(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);          \
-  void T##_mean(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);               \
-  void T##_std(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim);    \
-  void T##_var(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim);    \
-  double T##_meanall(__VA_ARGS__ T* t);                                            \
-  double T##_varall(__VA_ARGS__ T* t, int biased);                                 \
-  double T##_stdall(__VA_ARGS__ T* t, int biased);
+#define TH_TENSOR_FLOAT_MATH_API(T, real, ...)                                          \
+  void T##_exp(__VA_ARGS__ T* r, T* t);                                                 \
+  void T##_sqrt(__VA_ARGS__ T* r, T* t);                                                \
+  double T##_dot(__VA_ARGS__ T* t, T* src);                                             \
+  void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2);      \
+  void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec);        \
+  TH_FLOAT_UNARY_NAMES(TH_UNARY, T, __VA_ARGS__)                                        \
+  void T##_round(__VA_ARGS__ T* r, T* t);                                               \
+  void T##_cinv(__VA_ARGS__ T* r, T* t);                                                \
+  void T##_atan2(__VA_ARGS__ T* r, T* tx, T* ty);                                       \
+  void T##_pow(__VA_ARGS__ T* r, T* t, real value);                                     \
+  void T##_tpow(__VA_ARGS__ T* r, real value, T* t);                                    \
+  void T##_cpow(__VA_ARGS__ T* r, T* t, T* src);                                        \
+  void T##_lerp(__VA_ARGS__ T* r, T* a, T* b, real weight);                             \
+  void T##_addcmul(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);               \
+  void T##_addcdiv(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);               \
+  void T##_mean(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);                    \
+  void T##_std(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim);         \
+  void T##_var(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim);         \
+  double T##_meanall(__VA_ARGS__ T* t);                                                 \
+  double T##_varall(__VA_ARGS__ T* t, int biased);                                      \
+  double T##_stdall(__VA_ARGS__ T* t, int biased);                                      \
+  void T##_addr(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* vec1, T* vec2);       \
+  void T##_addbmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* batch1, T* batch2); \
+  void T##_baddbmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* batch1, T* batch2);
 
 /* Of every type T, with its index type L (THLongTensor, THCudaLongTensor) and
  * mask type B (THByteTensor, THCudaByteTensor): TH's indices count from 0;
