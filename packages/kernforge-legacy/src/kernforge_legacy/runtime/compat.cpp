@@ -782,8 +782,8 @@ Real reduce_all(const char* name, const void* t, const char* fn) {
   return from_double<Real>(item(call(name, "", {torch::stable::detail::from(borrow(t))}, fn), fn));
 }
 
-// TH's sumall and prodall (name: aten::sum or aten::prod): an int64_t for the
-// integer types (exact, wrapping as C's), a double for the others
+// A 0-dim result as TH's accreal: an int64_t for the integer types (exact,
+// wrapping as C's), a double for the others
 template <class Acc>
 Acc accumulated(const Tensor& value, const char* fn) {
   if constexpr (std::is_integral_v<Acc>) {
@@ -795,6 +795,7 @@ Acc accumulated(const Tensor& value, const char* fn) {
     return item(value, fn);
   }
 }
+// TH's sumall and prodall (name: aten::sum or aten::prod)
 template <class Acc>
 Acc accumulate_all(const char* name, const void* t, const char* fn) {
   return accumulated<Acc>(
