@@ -301,47 +301,9 @@ def test_cuda(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "tests", "-m", "not slow", *pytest_args, env=_spread_env())
 
 
-# compute-sanitizer's tools, each over the tests marked `sanitize` (every op,
-# forward and backward, on each path, at small sizes; the legacy ffi path).
-# Without torch's caching allocator every tensor is its own allocation, so
-# memcheck sees an access past any tensor's end, and initcheck any read of
-# memory never written. kernforge checks every CUDA call it makes and raises
-# (tests cover that), so API errors, which torch's own probes cause, are not
-# reported; kernel faults, races and uninitialized reads are.
+# compute-sanitizer's tools over the tests marked `sanitize` (ci/sanitizer.py
+# says which tests each tool runs and with which flags, and reads its log).
 SANITIZE_LOGS = ROOT / "sanitize-logs"
-SANITIZERS = {
-    "memcheck": ["--leak-check=no", "--report-api-errors=no"],
-    "racecheck": ["--racecheck-report=all"],
-    "initcheck": ["--report-api-errors=no"],
-    "synccheck": [],
-}
-# initcheck does not see what torch's own 16-bit cuBLAS GEMMs write: `a @ b`
-# in bfloat16 or float16 followed by `.cpu()` reports every element of the
-# product as an uninitialized read (3072 of 3072; float32: none; H100,
-# torch 2.11.0+cu130, probe of 2026-11-24). The LLTM tests whose 16-bit data
-# goes through those GEMMs (cell and sequence) stay out of initcheck; the
-# other tools run them.
-INITCHECK_BLIND = "lltm and float16"  # -k substring: float16 covers bfloat16
-
-
-def _tool_selection(tool: str, pytest_args: list[str]) -> list[str]:
-    if tool == "initcheck":
-        return _and_k(pytest_args, f"not ({INITCHECK_BLIND})")
-    if tool == "racecheck":
-        return _and_k(pytest_args, f"({sanitizer.racecheck_scope(ROOT)})")
-    return pytest_args
-
-
-def _and_k(args: list[str], expression: str) -> list[str]:
-    """pytest arguments with `expression` and-ed into their -k (or as one)."""
-    out, given = list(args), None
-    for i, a in enumerate(out[:-1]):
-        if a == "-k":
-            given = i + 1
-    if given is None:
-        return [*out, "-k", expression]
-    out[given] = f"({out[given]}) and {expression}"
-    return out
 
 
 @nox.session
@@ -352,27 +314,22 @@ def sanitize(session: nox.Session) -> None:
     sanitizer follows and which share a host's GPUs). Fails on any error a
     tool reports; each tool's summary line is printed last."""
     wheels, args = _split_wheels_arg(session)
-    tools = [a for a in args if a in SANITIZERS] or list(SANITIZERS)
-    pytest_args = [a for a in args if a not in SANITIZERS]
-    sanitizer = shutil.which("compute-sanitizer") or str(
+    tools = [a for a in args if a in sanitizer.TOOLS] or list(sanitizer.TOOLS)
+    pytest_args = [a for a in args if a not in sanitizer.TOOLS]
+    binary = shutil.which("compute-sanitizer") or str(
         Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "compute-sanitizer")
     )
-    if not Path(sanitizer).exists():
+    if not Path(binary).exists():
         session.error("compute-sanitizer not found (PATH or $CUDA_HOME/bin)")
     _prepare_cuda_session(session, wheels)
-    verdicts = []
-    for tool in tools:
-        SANITIZE_LOGS.mkdir(exist_ok=True)
-        log = SANITIZE_LOGS / f"{tool}.log"
-        with log.open("w") as out:
-            session.run(
-                sanitizer, f"--tool={tool}", "--error-exitcode=1", *SANITIZERS[tool],
-                "python", "-m", "pytest", "tests", "-m", "cuda and sanitize", "-q", "-p", "no:cacheprovider",
-                *_tool_selection(tool, pytest_args),
-                env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", **_spread_env()}, external=True,
-                stdout=out, stderr=subprocess.STDOUT, success_codes=[0, 1],
-            )  # fmt: skip
-        verdicts.append(sanitizer.verdict(tool, log.read_text()))
+    env = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", **_spread_env()}
+
+    def run(command: list[str], out) -> None:
+        session.run(
+            *command, env=env, external=True, stdout=out, stderr=subprocess.STDOUT, success_codes=[0, 1]
+        )
+
+    verdicts = sanitizer.run_tools(run, binary, tools, pytest_args, SANITIZE_LOGS, ROOT)
     for _, line in verdicts:
         session.log(line)
     if not all(clean for clean, _ in verdicts):

@@ -1,6 +1,6 @@
-"""For `nox -s sanitize`: which tests racecheck runs, and how the log of one
-compute-sanitizer tool over a pytest run reads: clean or not, and one line
-that says why.
+"""For `nox -s sanitize`: the command each compute-sanitizer tool runs (its
+flags, the tests it takes), and how the log of one tool over a pytest run
+reads: clean or not, and one line that says why.
 
 The sanitizer follows every process of the run (pytest and, under
 pytest-xdist, each worker) and ends with one summary for all of them; past
@@ -13,7 +13,32 @@ down as failed).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
+
+# Each tool's flags. Without torch's caching allocator (the noxfile turns it
+# off) every tensor is its own allocation, so memcheck sees an access past any
+# tensor's end, and initcheck any read of memory never written. kernforge
+# checks every CUDA call it makes and raises (tests cover that), so API
+# errors, which torch's own probes cause, are not reported; kernel faults,
+# races and uninitialized reads are.
+TOOLS = {
+    "memcheck": ["--leak-check=no", "--report-api-errors=no"],
+    "racecheck": ["--racecheck-report=all"],
+    "initcheck": ["--report-api-errors=no"],
+    "synccheck": [],
+}
+# The tests: those marked `sanitize` (every op, forward and backward, on each
+# path, at small sizes; the legacy ffi path).
+PYTEST = ["python", "-m", "pytest", "tests", "-m", "cuda and sanitize", "-q", "-p", "no:cacheprovider"]
+# initcheck does not see what torch's own 16-bit cuBLAS GEMMs write: `a @ b`
+# in bfloat16 or float16 followed by `.cpu()` reports every element of the
+# product as an uninitialized read (3072 of 3072; float32: none; H100,
+# torch 2.11.0+cu130, probe of 2026-11-24). The LLTM tests whose 16-bit data
+# goes through those GEMMs (cell and sequence) stay out of initcheck; the
+# other tools run them.
+INITCHECK_BLIND = "lltm and float16"  # -k substring: float16 covers bfloat16
 
 CLEAN = {
     "memcheck": "ERROR SUMMARY: 0 errors",
@@ -40,6 +65,50 @@ def racecheck_scope(root: Path) -> str:
     if any(shares(d) for d in (legacy / "csrc", legacy / "src" / "kernforge_legacy" / "runtime", tests)):
         scope += sorted(t.stem for t in tests.glob("test_*.py"))
     return " or ".join(scope)
+
+
+def selection(tool: str, pytest_args: list[str], root: Path) -> list[str]:
+    """The pytest arguments `tool` runs with: the given ones, narrowed for
+    initcheck (INITCHECK_BLIND) and racecheck (racecheck_scope)."""
+    if tool == "initcheck":
+        return and_k(pytest_args, f"not ({INITCHECK_BLIND})")
+    if tool == "racecheck":
+        return and_k(pytest_args, f"({racecheck_scope(root)})")
+    return pytest_args
+
+
+def and_k(args: list[str], expression: str) -> list[str]:
+    """pytest arguments with `expression` and-ed into their -k (or as one)."""
+    out, given = list(args), None
+    for i, a in enumerate(out[:-1]):
+        if a == "-k":
+            given = i + 1
+    if given is None:
+        return [*out, "-k", expression]
+    out[given] = f"({out[given]}) and {expression}"
+    return out
+
+
+def run_tools(
+    run: Callable[[list[str], IO[str]], None],
+    binary: str,
+    tools: list[str],
+    pytest_args: list[str],
+    logs: Path,
+    root: Path,
+) -> list[tuple[bool, str]]:
+    """Each tool over the tests, one after another: `run(command, out)` runs
+    the command with its output into `out`, the open logs/<tool>.log. Returns
+    each tool's verdict."""
+    logs.mkdir(exist_ok=True)
+    verdicts = []
+    for tool in tools:
+        log = logs / f"{tool}.log"
+        command = [binary, f"--tool={tool}", "--error-exitcode=1", *TOOLS[tool], *PYTEST]
+        with log.open("w") as out:
+            run([*command, *selection(tool, pytest_args, root)], out)
+        verdicts.append(verdict(tool, log.read_text()))
+    return verdicts
 
 
 def summary(log: str) -> str | None:

@@ -1,6 +1,7 @@
-"""The GPU host's tooling that runs without a GPU: reading compute-sanitizer's
-log for `nox -s sanitize` (ci/sanitizer.py), and the GPU each
-pytest-xdist worker takes on a host of several (tests/conftest.py)."""
+"""The GPU host's tooling that runs without a GPU: the commands of
+`nox -s sanitize` and reading compute-sanitizer's logs (ci/sanitizer.py),
+and the GPU each pytest-xdist worker takes on a host of several
+(tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -114,6 +115,54 @@ def test_racecheck_takes_the_legacy_tests_once_a_legacy_kernel_shares_memory(tmp
     assert sanitizer.racecheck_scope(tmp_path) == "lltm"
     (legacy / "fixtures" / "k" / "k.cu").write_text("__global__ void k() { __shared__ int s; }")
     assert sanitizer.racecheck_scope(tmp_path) == "lltm or test_ffi or test_th_api"
+
+
+def test_each_tool_runs_its_flags_and_tests_and_is_read(tmp_path):
+    """What `nox -s sanitize -- initcheck racecheck -k lltm -n 4` runs and
+    concludes, with a stand-in for the sanitizer: initcheck's log is clean,
+    racecheck's reports a hazard in a kernforge kernel."""
+    root = Path(__file__).resolve().parents[2]
+    logs = {"initcheck": "========= ERROR SUMMARY: 0 errors\n", "racecheck": _race("lltm_sequence_forward")}
+    ran = []
+
+    def run(command, out):
+        ran.append(command)
+        tool = command[1].removeprefix("--tool=")
+        out.write(START + "4 passed in 2.00s\n" + logs[tool])
+        if tool == "racecheck":
+            out.write("========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n")
+
+    verdicts = sanitizer.run_tools(
+        run,
+        "/cuda/bin/compute-sanitizer",
+        ["initcheck", "racecheck"],
+        ["-k", "lltm", "-n", "4"],
+        tmp_path / "logs",
+        root,
+    )
+    initcheck, racecheck = ran
+    assert initcheck[:4] == [
+        "/cuda/bin/compute-sanitizer",
+        "--tool=initcheck",
+        "--error-exitcode=1",
+        "--report-api-errors=no",
+    ]
+    n = 4 + len(sanitizer.PYTEST)
+    assert initcheck[4:n] == sanitizer.PYTEST
+    assert initcheck[n:] == ["-k", "(lltm) and not (lltm and float16)", "-n", "4"]
+    assert racecheck[3] == "--racecheck-report=all"
+    assert racecheck[-4:] == ["-k", "(lltm) and (fused_relu_add or lltm or lltm_sequence)", "-n", "4"]
+    assert verdicts == [
+        (True, "initcheck: ERROR SUMMARY: 0 errors | 4 passed in 2.00s"),
+        (False, "racecheck: RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings) | 4 passed in 2.00s"),
+    ]
+    assert (tmp_path / "logs" / "racecheck.log").read_text().endswith("(1 error, 0 warnings)\n")
+
+
+def test_a_tool_with_no_k_gets_its_own_and_memcheck_all_tests():
+    root = Path(__file__).resolve().parents[2]
+    assert sanitizer.selection("memcheck", ["-x"], root) == ["-x"]
+    assert sanitizer.selection("initcheck", [], root) == ["-k", "not (lltm and float16)"]
 
 
 @pytest.mark.parametrize(
