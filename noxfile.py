@@ -309,11 +309,16 @@ SANITIZE_LOGS = ROOT / "sanitize-logs"
 @nox.session
 def sanitize(session: nox.Session) -> None:
     """The CUDA tests marked `sanitize` under each compute-sanitizer tool
-    (`-- memcheck racecheck` picks tools; `--wheels DIR` as test-cuda; other
+    (`-- memcheck racecheck` picks tools; `--wheels DIR` as test-cuda;
+    `--logs DIR` puts the logs there instead of sanitize-logs/; other
     arguments go to pytest, e.g. `-n 16` for pytest-xdist workers, which the
     sanitizer follows and which share a host's GPUs). Fails on any error a
     tool reports; each tool's summary line is printed last."""
     wheels, args = _split_wheels_arg(session)
+    try:
+        logs, args = sanitizer.split_logs_arg(args, SANITIZE_LOGS)
+    except ValueError as e:
+        session.error(str(e))
     tools = [a for a in args if a in sanitizer.TOOLS] or list(sanitizer.TOOLS)
     pytest_args = [a for a in args if a not in sanitizer.TOOLS]
     binary = shutil.which("compute-sanitizer") or str(
@@ -329,11 +334,11 @@ def sanitize(session: nox.Session) -> None:
             *command, env=env, external=True, stdout=out, stderr=subprocess.STDOUT, success_codes=[0, 1]
         )
 
-    verdicts = sanitizer.run_tools(run, binary, tools, pytest_args, SANITIZE_LOGS, ROOT)
+    verdicts = sanitizer.run_tools(run, binary, tools, pytest_args, logs, ROOT)
     for _, line in verdicts:
         session.log(line)
     if not all(clean for clean, _ in verdicts):
-        session.error(f"compute-sanitizer reported errors or tests failed (logs in {SANITIZE_LOGS})")
+        session.error(f"compute-sanitizer reported errors or tests failed (logs in {logs})")
 
 
 def _spread_env() -> dict[str, str]:

@@ -77,6 +77,19 @@ def selection(tool: str, pytest_args: list[str], root: Path) -> list[str]:
     return pytest_args
 
 
+def split_logs_arg(args: list[str], default: Path) -> tuple[Path, list[str]]:
+    """`--logs DIR` taken out of the session's arguments: the folder of the
+    tools' logs (`default` without it), so that sessions run side by side,
+    e.g. racecheck over two halves of its tests by -k, a GPU each, do not
+    write the same file."""
+    if "--logs" not in args:
+        return default, list(args)
+    i = args.index("--logs")
+    if i + 1 == len(args) or args[i + 1].startswith("-"):
+        raise ValueError("--logs needs a folder: --logs DIR")
+    return Path(args[i + 1]), args[:i] + args[i + 2 :]
+
+
 def and_k(args: list[str], expression: str) -> list[str]:
     """pytest arguments with `expression` and-ed into their -k (or as one)."""
     out, given = list(args), None

@@ -159,6 +159,18 @@ def test_each_tool_runs_its_flags_and_tests_and_is_read(tmp_path):
     assert (tmp_path / "logs" / "racecheck.log").read_text().endswith("(1 error, 0 warnings)\n")
 
 
+def test_logs_go_where_the_session_is_told():
+    default = Path("sanitize-logs")
+    assert sanitizer.split_logs_arg(["racecheck", "-n", "4"], default) == (default, ["racecheck", "-n", "4"])
+    assert sanitizer.split_logs_arg(["racecheck", "--logs", "/tmp/half1", "-k", "lltm"], default) == (
+        Path("/tmp/half1"),
+        ["racecheck", "-k", "lltm"],
+    )
+    for args in (["racecheck", "--logs"], ["--logs", "-k", "lltm"]):
+        with pytest.raises(ValueError, match="--logs needs a folder"):
+            sanitizer.split_logs_arg(args, default)
+
+
 def test_a_tool_with_no_k_gets_its_own_and_memcheck_all_tests():
     root = Path(__file__).resolve().parents[2]
     assert sanitizer.selection("memcheck", ["-x"], root) == ["-x"]
