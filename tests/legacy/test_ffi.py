@@ -142,7 +142,10 @@ def test_my_lib_checks_tensor_types(my_lib):
     ) as raised:
         my_lib.my_lib_add_forward(a, a.double(), a.new())
     assert isinstance(raised.value, TypeError) and isinstance(raised.value, RuntimeError)
-    with pytest.raises(TypeError, match=r"Expected a value of type 'Tensor' for argument 'input2'"):
+    with pytest.raises(
+        TypeError,
+        match=r"Expected a value of type 'Optional\[Tensor\]' for argument 'input2'",
+    ):
         my_lib.my_lib_add_forward(a, 1.0, a.new())
     assert my_lib.my_lib_add_forward.__name__ == "my_lib_add_forward"
 
@@ -269,8 +272,22 @@ def test_scalars_in_and_out(probe):
 
 def test_const_tensors_are_not_mutable_in_the_schema(probe):
     schema = str(probe.probe_sum.op._schema)
-    assert "Tensor t," in schema and "Tensor(a!) t" not in schema
-    assert "Tensor(a!) t" in str(probe.probe_fill.op._schema)
+    assert "Tensor? t," in schema and "Tensor(a!)? t" not in schema
+    assert "Tensor(a!)? t" in str(probe.probe_fill.op._schema)
+
+
+def test_none_passes_null_as_cffi_did(probe):
+    """2017 code left optional tensors NULL (a convolution's bias) and its
+    Python passed None for them."""
+    out, bias = torch.randn(2, 3), torch.randn(2, 3)
+    expected = out + bias
+    assert probe.probe_optional(bias, out) == 1
+    assert torch.equal(out, expected)
+    before = out.clone()
+    assert probe.probe_optional(None, out) == 0
+    assert torch.equal(out, before)
+    assert probe.probe_optional(None, None) == 0
+    assert "Tensor(a!)? bias, Tensor(b!)? out" in str(probe.probe_optional.op._schema)
 
 
 def test_th_error_and_arg_check(probe):
@@ -564,9 +581,9 @@ def test_header_parsing():
         with_cuda=False,
     )
     assert [p.schema for p in protos] == [
-        "a(Tensor(a!) x, Tensor idx, int n, float s) -> int",
+        "a(Tensor(a!)? x, Tensor? idx, int n, float s) -> int",
         "b() -> ()",
-        "c(int arg0, Tensor(b!) arg1) -> float",
+        "c(int arg0, Tensor(b!)? arg1) -> float",
     ]
 
 

@@ -155,8 +155,8 @@ class Param:
 
     @property
     def schema_type(self) -> str:
-        if self.is_tensor:
-            return "Tensor"
+        if self.is_tensor:  # None passes NULL, as cffi passed it for any pointer
+            return "Tensor?"
         if self.c_type in _FLOAT_TYPES:
             return "float"
         return "bool" if self.c_type in _BOOL_TYPES else "int"
@@ -176,12 +176,13 @@ class Prototype:
     @property
     def schema(self) -> str:
         """The torch op schema: a tensor the C function may write (not const)
-        is a mutable alias, each in its own alias set."""
+        is a mutable alias, each in its own alias set; every tensor may be
+        None (the C function gets NULL)."""
         args = []
         for i, p in enumerate(self.params):
             t = p.schema_type
             if p.is_tensor and not p.is_const:
-                t = f"Tensor({_alias_name(i)}!)"
+                t = f"Tensor({_alias_name(i)}!)?"
             args.append(f"{t} {p.name}")
         ret = {"void": "()", **dict.fromkeys(_FLOAT_TYPES, "float"), **dict.fromkeys(_BOOL_TYPES, "bool")}
         return f"{self.name}({', '.join(args)}) -> {ret.get(self.returns, 'int')}"
@@ -363,7 +364,7 @@ class Extension:
             for i, p in enumerate(f.params):
                 where = f'"{f.name}", {i + 1}, "{p.name}"'
                 if p.is_tensor:
-                    sig.append(f"Tensor a{i}")
+                    sig.append(f"std::optional<Tensor> a{i}")
                     args.append(f"kernforge_legacy::tensor_arg<{p.c_type}>(a{i}, {where})")
                 else:
                     boxed = {"float": "double", "bool": "bool"}.get(p.schema_type, "int64_t")
@@ -374,7 +375,7 @@ class Extension:
             )
             lines.append(f"{ret} op_{f.name}({', '.join(sig)}) {{")
             lines.append("  kernforge_legacy::CallScope scope;  // storages the call borrowed end with it")
-            tensors = [f"&a{i}" for i, p in enumerate(f.params) if p.is_tensor]
+            tensors = [f"a{i} ? &*a{i} : nullptr" for i, p in enumerate(f.params) if p.is_tensor]
             if self.with_cuda and tensors:
                 lines.append(f"  kernforge_legacy::DeviceGuard guard{{{', '.join(tensors)}}};")
             call = f"{f.name}({', '.join(args)})"

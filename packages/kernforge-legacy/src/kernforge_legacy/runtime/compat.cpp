@@ -954,6 +954,7 @@ void bad_argument(const char* fn, int index, const char* param, const char* c_ty
 
 DeviceGuard::DeviceGuard(std::initializer_list<const torch::stable::Tensor*> args) {
   for (const torch::stable::Tensor* t : args) {
+    if (t == nullptr) continue;
     int32_t device, index;
     check(aoti_torch_get_device_type(t->get(), &device), "device");
     if (device != aoti_torch_device_type_cuda()) continue;

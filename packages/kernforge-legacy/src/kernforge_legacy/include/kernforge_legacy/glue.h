@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -51,9 +52,13 @@ std::string describe(const torch::stable::Tensor& t);
 // TH's fields (TH.h), which lives until the call ends (CallScope).
 void* call_handle(AtenTensorHandle t);
 
-// The tensor as the C parameter type T*, once its dtype and device match T.
+// The tensor as the C parameter type T*, once its dtype and device match T;
+// None is NULL, as cffi passed it.
 template <class T>
-T* tensor_arg(const torch::stable::Tensor& t, const char* fn, int index, const char* param) {
+T* tensor_arg(const std::optional<torch::stable::Tensor>& arg, const char* fn, int index,
+              const char* param) {
+  if (!arg) return nullptr;
+  const torch::stable::Tensor& t = *arg;
   int32_t dtype, device;
   if (aoti_torch_get_dtype(t.get(), &dtype) != AOTI_TORCH_SUCCESS ||
       aoti_torch_get_device_type(t.get(), &device) != AOTI_TORCH_SUCCESS ||
@@ -90,7 +95,8 @@ class CallScope {
 };
 
 // Makes the device of the first CUDA tensor argument current for the call, so
-// THCState_getCurrentStream and THCudaMalloc use that device.
+// THCState_getCurrentStream and THCudaMalloc use that device (null: a None
+// argument).
 class DeviceGuard {
  public:
   DeviceGuard(std::initializer_list<const torch::stable::Tensor*> args);
