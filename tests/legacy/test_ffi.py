@@ -400,6 +400,29 @@ def _extension(dir: Path, header: str, source: str, **kw):
     return ffi.create_extension("f", headers="f.h", sources=["f.c"], relative_to=str(dir / "build.py"), **kw)
 
 
+def test_openmp_sources_link_the_openmp_runtime(tmp_path, workdir):
+    """XNOR-net's binop passed extra_compile_args=[..., "-fopenmp", ...] and
+    no link flag: its OpenMP calls must not be left undefined."""
+    ext = _extension(
+        tmp_path,
+        "int f(THFloatTensor *x, THFloatTensor *out);",
+        "#include <TH/TH.h>\n#include <omp.h>\n"
+        "int f(THFloatTensor *x, THFloatTensor *out) {\n"
+        "  long i, n = THFloatTensor_nElement(x);\n"
+        "  float *a = THFloatTensor_data(x), *o = THFloatTensor_data(out);\n"
+        "#pragma omp parallel for\n"
+        "  for (i = 0; i < n; i++) o[i] = 2 * a[i];\n"
+        "  return omp_get_max_threads();\n}\n",
+        extra_compile_args=["-std=c99", "-fopenmp"],
+        verbose=False,
+    )
+    f = _load(ext.build(), "fixture_openmp")
+    x = torch.randn(1000)
+    out = torch.full_like(x, float("nan"))
+    assert f.f(x, out) >= 1
+    assert torch.equal(out, 2 * x)
+
+
 def test_compiler_errors_surface_with_the_compilers_message(tmp_path, workdir):
     ext = _extension(
         tmp_path, "int f(THFloatTensor *x);", "#include <TH/TH.h>\nint f(THFloatTensor *x) { return y; }\n"

@@ -441,6 +441,12 @@ class Extension:
             cxx_extra.append("-DUSE_CUDA")
             link += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart", *cublas_link]
         link += [f"-L{d}" for d in self.library_dirs] + [f"-l{lib}" for lib in self.libraries] + ["-lm"]
+        # Sources compiled with -fopenmp call the OpenMP runtime. The 2017 link
+        # left those calls open and the libgomp torch had loaded answered them
+        # at import; this link leaves nothing open, so it links gcc's runtime
+        # itself, as torch.utils.cpp_extension does.
+        if any(a.startswith("-fopenmp") for a in self.extra_compile_args):
+            link.append("-fopenmp")
         link += [f"-Wl,-rpath,{d}" for d in self.runtime_library_dirs] + self.extra_link_args
         # -fexceptions: THError, THArgCheck and THCudaCheck raise through C frames;
         # -fcommon: a source that defines `THCState *state;` itself still links.
