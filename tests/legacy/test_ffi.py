@@ -276,6 +276,22 @@ def test_const_tensors_are_not_mutable_in_the_schema(probe):
     assert "Tensor(a!)? t" in str(probe.probe_fill.op._schema)
 
 
+def test_views_of_a_storage_write_through(probe):
+    """newWithStorage2d as THNN's convolutions used it (strides -1), on a
+    tensor at a storage offset, and setStorage1d with a stride of its own."""
+    base = torch.zeros(11)
+    assert probe.probe_storage_view(base[5:], 2, 3) == 3
+    assert torch.equal(base[5:].view(2, 3), torch.tensor([[0.0, 1, 2], [100, 101, 102]]))
+    assert torch.equal(base[:5], torch.zeros(5))
+    src = torch.zeros(9)
+    assert probe.probe_set_storage(src[1:], 1, 3, 2, 7.0) == 3
+    assert torch.equal(src, torch.tensor([0.0, 0, 7, 0, 7, 0, 7, 0, 0]))
+    with pytest.raises(
+        RuntimeError, match=r"setStorage1d: the view .*last element 10.* outside the storage of 9"
+    ):
+        probe.probe_set_storage(src[1:], 1, 5, 2, 1.0)
+
+
 def test_none_passes_null_as_cffi_did(probe):
     """2017 code left optional tensors NULL (a convolution's bias) and its
     Python passed None for them."""

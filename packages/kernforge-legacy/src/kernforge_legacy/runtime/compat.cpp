@@ -476,6 +476,43 @@ std::vector<int64_t> longs_of(const THLongStorage* s, const char* fn) {
   return std::vector<int64_t>(s->data, s->data + s->size);
 }
 
+// A view of storage s from its element `offset`, with sizes and strides as TH
+// took them (a negative stride: contiguous over the dimensions after it), for
+// TH's newWithStorage and setStorage; s NULL: a new tensor of that layout.
+// The view must lie inside the storage, which it cannot grow.
+Tensor storage_view(const void* s, ptrdiff_t offset, std::vector<int64_t> shape,
+                    std::optional<std::vector<int64_t>> steps, int32_t dtype, bool cuda,
+                    const char* fn) {
+  const size_t n = shape.size();
+  std::vector<int64_t> stride = steps ? *steps : std::vector<int64_t>(n, -1);
+  if (stride.size() != n)
+    throw std::runtime_error(std::string(fn) + ": " + std::to_string(n) + " sizes and " +
+                             std::to_string(stride.size()) + " strides");
+  for (size_t d = n; d-- > 0;) {
+    if (shape[d] < 0)
+      throw std::runtime_error(std::string(fn) + ": negative size " + std::to_string(shape[d]));
+    if (stride[d] < 0)
+      stride[d] = d + 1 == n ? 1 : stride[d + 1] * std::max<int64_t>(shape[d + 1], 1);
+  }
+  if (s == nullptr) return empty(shape, dtype, cuda, fn, stride);
+  int64_t last = offset, numel = 1;
+  for (size_t d = 0; d < n; ++d) {
+    last += (shape[d] - 1) * stride[d];
+    numel *= shape[d];
+  }
+  const ptrdiff_t size = static_cast<const StorageBox*>(s)->size;
+  if (offset < 0 || (numel > 0 && last >= size))
+    throw std::runtime_error(std::string(fn) + ": the view (offset " + std::to_string(offset) +
+                             ", last element " + std::to_string(last) +
+                             ") lies outside the storage of " + std::to_string(size) + " elements");
+  const Tensor base = storage_tensor(s, fn);
+  AtenTensorHandle h;
+  check(aoti_torch__reinterpret_tensor(base.get(), static_cast<int64_t>(n), shape.data(),
+                                       stride.data(), offset, &h),
+        fn);
+  return Tensor(h);
+}
+
 // A new storage of `values` (TH's reference count 1): THLongStorage for
 // sizes and strides, and S_newWithSize1 ... 4 of every type.
 template <class Real>
@@ -1178,6 +1215,61 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
     std::optional<std::vector<int64_t>> steps;                                                     \
     if (stride) steps = longs_of(stride, fn);                                                      \
     return T##_made(empty(longs_of(size, fn), aoti_torch_dtype_##dtype(), cuda, fn, steps));       \
+  }                                                                                                \
+  T* T##_newWithStorage(__VA_ARGS__ S* storage, ptrdiff_t offset, THLongStorage* size,             \
+                        THLongStorage* stride) {                                                   \
+    const char* fn = #T "_newWithStorage";                                                         \
+    std::optional<std::vector<int64_t>> steps;                                                     \
+    if (stride) steps = longs_of(stride, fn);                                                      \
+    return T##_made(storage_view(storage, offset, longs_of(size, fn), steps,                       \
+                                 aoti_torch_dtype_##dtype(), cuda, fn));                           \
+  }                                                                                                \
+  T* T##_newWithStorage1d(__VA_ARGS__ S* storage, ptrdiff_t offset, int64_t s0, int64_t t0) {      \
+    return T##_made(storage_view(storage, offset, {s0}, std::vector<int64_t>{t0},                  \
+                                 aoti_torch_dtype_##dtype(), cuda, #T "_newWithStorage1d"));       \
+  }                                                                                                \
+  T* T##_newWithStorage2d(__VA_ARGS__ S* storage, ptrdiff_t offset, int64_t s0, int64_t t0,        \
+                          int64_t s1, int64_t t1) {                                                \
+    return T##_made(storage_view(storage, offset, {s0, s1}, std::vector<int64_t>{t0, t1},          \
+                                 aoti_torch_dtype_##dtype(), cuda, #T "_newWithStorage2d"));       \
+  }                                                                                                \
+  T* T##_newWithStorage3d(__VA_ARGS__ S* storage, ptrdiff_t offset, int64_t s0, int64_t t0,        \
+                          int64_t s1, int64_t t1, int64_t s2, int64_t t2) {                        \
+    return T##_made(storage_view(storage, offset, {s0, s1, s2}, std::vector<int64_t>{t0, t1, t2},  \
+                                 aoti_torch_dtype_##dtype(), cuda, #T "_newWithStorage3d"));       \
+  }                                                                                                \
+  T* T##_newWithStorage4d(__VA_ARGS__ S* storage, ptrdiff_t offset, int64_t s0, int64_t t0,        \
+                          int64_t s1, int64_t t1, int64_t s2, int64_t t2, int64_t s3,              \
+                          int64_t t3) {                                                            \
+    return T##_made(storage_view(storage, offset, {s0, s1, s2, s3},                                \
+                                 std::vector<int64_t>{t0, t1, t2, t3}, aoti_torch_dtype_##dtype(), \
+                                 cuda, #T "_newWithStorage4d"));                                   \
+  }                                                                                                \
+  void T##_setStorage(__VA_ARGS__ T* self, S* storage, ptrdiff_t offset, THLongStorage* size,      \
+                      THLongStorage* stride) {                                                     \
+    const char* fn = #T "_setStorage";                                                             \
+    std::optional<std::vector<int64_t>> steps;                                                     \
+    if (stride) steps = longs_of(stride, fn);                                                      \
+    set(self,                                                                                      \
+        storage_view(storage, offset, longs_of(size, fn), steps, aoti_torch_dtype_##dtype(), cuda, \
+                     fn),                                                                          \
+        fn);                                                                                       \
+  }                                                                                                \
+  void T##_setStorage1d(__VA_ARGS__ T* self, S* storage, ptrdiff_t offset, int64_t s0,             \
+                        int64_t t0) {                                                              \
+    const char* fn = #T "_setStorage1d";                                                           \
+    set(self,                                                                                      \
+        storage_view(storage, offset, {s0}, std::vector<int64_t>{t0}, aoti_torch_dtype_##dtype(),  \
+                     cuda, fn),                                                                    \
+        fn);                                                                                       \
+  }                                                                                                \
+  void T##_setStorage2d(__VA_ARGS__ T* self, S* storage, ptrdiff_t offset, int64_t s0, int64_t t0, \
+                        int64_t s1, int64_t t1) {                                                  \
+    const char* fn = #T "_setStorage2d";                                                           \
+    set(self,                                                                                      \
+        storage_view(storage, offset, {s0, s1}, std::vector<int64_t>{t0, t1},                      \
+                     aoti_torch_dtype_##dtype(), cuda, fn),                                        \
+        fn);                                                                                       \
   }                                                                                                \
   T* T##_newView(__VA_ARGS__ T* src, THLongStorage* size) {                                        \
     const char* fn = #T "_newView";                                                                \

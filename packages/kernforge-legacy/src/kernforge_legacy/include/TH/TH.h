@@ -256,6 +256,11 @@ struct THLongStorage;
  * read one element and T_set1d ... T_set4d write one, at indices checked
  * against the sizes (the tensor must have that many dimensions); on a CUDA
  * tensor each is a copy to or from the host, waiting for the current stream.
+ * Views of a storage from an offset: _newWithStorage(storage, offset, size,
+ * stride) and _newWithStorage1d ... 4d (size0, stride0, ...), and
+ * _setStorage, _setStorage1d, _setStorage2d, which make self that view (a
+ * stride below 0: contiguous over the dimensions after it; the view must lie
+ * inside the storage; storage NULL: a new tensor).
  * Shapes as TH took them, in a THLongStorage: _newWithSize(size, stride),
  * _resize(self, size, stride) (stride NULL: contiguous; with strides, self
  * takes a new storage of that layout), _newView(src, size) (a view, one
@@ -283,6 +288,24 @@ struct THLongStorage;
   T* T##_newTranspose(__VA_ARGS__ T* src, int dim1, int dim2);                                     \
   T* T##_newWithSize(__VA_ARGS__ struct THLongStorage* size, struct THLongStorage* stride);        \
   T* T##_newView(__VA_ARGS__ T* src, struct THLongStorage* size);                                  \
+  T* T##_newWithStorage(__VA_ARGS__ S* storage, ptrdiff_t storageOffset,                           \
+                        struct THLongStorage* size, struct THLongStorage* stride);                 \
+  T* T##_newWithStorage1d(__VA_ARGS__ S* storage, ptrdiff_t storageOffset, int64_t size0,          \
+                          int64_t stride0);                                                        \
+  T* T##_newWithStorage2d(__VA_ARGS__ S* storage, ptrdiff_t storageOffset, int64_t size0,          \
+                          int64_t stride0, int64_t size1, int64_t stride1);                        \
+  T* T##_newWithStorage3d(__VA_ARGS__ S* storage, ptrdiff_t storageOffset, int64_t size0,          \
+                          int64_t stride0, int64_t size1, int64_t stride1, int64_t size2,          \
+                          int64_t stride2);                                                        \
+  T* T##_newWithStorage4d(__VA_ARGS__ S* storage, ptrdiff_t storageOffset, int64_t size0,          \
+                          int64_t stride0, int64_t size1, int64_t stride1, int64_t size2,          \
+                          int64_t stride2, int64_t size3, int64_t stride3);                        \
+  void T##_setStorage(__VA_ARGS__ T* self, S* storage, ptrdiff_t storageOffset,                    \
+                      struct THLongStorage* size, struct THLongStorage* stride);                   \
+  void T##_setStorage1d(__VA_ARGS__ T* self, S* storage, ptrdiff_t storageOffset, int64_t size0,   \
+                        int64_t stride0);                                                          \
+  void T##_setStorage2d(__VA_ARGS__ T* self, S* storage, ptrdiff_t storageOffset, int64_t size0,   \
+                        int64_t stride0, int64_t size1, int64_t stride1);                          \
   struct THLongStorage* T##_newSizeOf(__VA_ARGS__ T* self);                                        \
   struct THLongStorage* T##_newStrideOf(__VA_ARGS__ T* self);                                      \
   void T##_resize(__VA_ARGS__ T* self, struct THLongStorage* size, struct THLongStorage* stride);  \
