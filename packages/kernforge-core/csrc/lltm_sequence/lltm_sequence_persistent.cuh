@@ -135,9 +135,10 @@ struct Plan {
   int lanes = 0;              // threads that share one (unit, 4 rows) item: a power of 2
   int chunk = 0, stride = 0;  // staged operand: chunk values of K, stride floats per value
   int kp = 0;
-  int ws = 0;        // floats of the W slice, a multiple of 4 (float4 alignment after it)
-  int features = 0;  // cluster forward: F where it multiplies x by W_x itself (0: P is given)
-  size_t smem = 0;   // bytes
+  int ws = 0;              // floats of the W slice, a multiple of 4 (float4 alignment after it)
+  int features = 0;        // cluster forward: F where it multiplies x by W_x itself (0: P is given)
+  int threads = kThreads;  // block size (the cluster forward may launch fewer)
+  size_t smem = 0;         // bytes
 };
 
 // Four values of K at once (16-bit types: 8 bytes, float: 16), through L2.
@@ -569,12 +570,13 @@ inline int max_shared_bytes(int32_t device) {
 
 // The thread layout and shared-memory shape of a block that owns J hidden
 // units of `rows` batch rows (K = S forward, 3S backward): false where its
-// (unit, kRows rows) items outnumber the block's threads.
-inline bool layout(int64_t J, int64_t rows, int64_t K, bool backward, Plan& p) {
+// (unit, kRows rows) items outnumber the block's threads. An item gets the
+// most lanes, up to max_lanes, that the block's threads hold.
+inline bool layout(int64_t J, int64_t rows, int64_t K, bool backward, Plan& p, int max_lanes = 32) {
   const int64_t items = J * ((rows + kRows - 1) / kRows);
   if (items > kThreads) return false;
   int lanes = 1;
-  while (lanes < 32 && items * lanes * 2 <= kThreads) lanes *= 2;
+  while (lanes < max_lanes && items * lanes * 2 <= kThreads) lanes *= 2;
   p.units = static_cast<int>(J);
   p.rows = static_cast<int>(rows);
   p.lanes = lanes;
