@@ -104,6 +104,80 @@ def test_matches_a_loop_over_the_cell(device, dtype, size):
         close(o.grad, r.grad.to(dtype), **tol)
 
 
+# The inference op runs the forward's kernels with nothing kept (the CUDA
+# kernels skip their stores of the gates and cells; the stepping drivers
+# keep one step's scratch): bit for bit the forward's output and c_n, on
+# every path. Sanitized in float (the other dtypes share its code).
+@pytest.mark.parametrize(
+    "dtype", [pytest.param(torch.float32, marks=pytest.mark.sanitize), torch.float64, torch.bfloat16],
+    ids=lambda d: str(d).removeprefix("torch."),
+)  # fmt: skip
+@pytest.mark.parametrize("size", SIZES, ids=str)
+@pytest.mark.parametrize("state", ["given", "zeros"])
+def test_inference_equals_the_forward(device, dtype, size, state):
+    gen = torch.Generator().manual_seed(62)
+    x, W, b, h0, c0 = _inputs(*size, dtype, device, gen)
+    if state == "zeros":
+        h0 = c0 = None
+    steps, batch, _, hidden = size
+    with torch.no_grad():
+        out, c_n, _, _ = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+        _poison(device, (steps, batch, hidden), (batch, hidden))
+        inf_out, inf_c_n = torch.ops.kernforge.lltm_sequence_inference(x, W, b, h0, c0)
+    assert inf_out.shape == out.shape and inf_c_n.shape == c_n.shape
+    assert torch.equal(inf_out, out)
+    assert torch.equal(inf_c_n, c_n)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_no_grad_takes_the_inference_op(device, grad, monkeypatch):
+    called = []
+
+    class Ops:  # torch.ops.kernforge, recording which forward runs
+        def __getattr__(self, name):
+            called.append(name)
+            return getattr(torch.ops.kernforge, name)
+
+    monkeypatch.setattr(kernforge_core.ops, "_ops", Ops())
+    gen = torch.Generator().manual_seed(64)
+    ins = [t.requires_grad_() for t in _inputs(4, 3, 5, 6, torch.float32, device, gen)]
+    model = kernforge.nn.LLTMSequence(5, 6, device=device)
+    with torch.set_grad_enabled(grad):
+        out, (h_n, c_n) = kernforge.lltm_sequence(*ins)
+        m_out, _ = model(ins[0])
+    # with gradients, the autograd route calls the forward op it registered
+    assert called == ([] if grad else ["lltm_sequence_inference"] * 2)
+    assert out.requires_grad == m_out.requires_grad == grad
+    r_out, (r_h, r_c) = reference.lltm_sequence(*ins)
+    close(out, r_out, **TOL[torch.float32])
+    close(h_n, r_h, **TOL[torch.float32])
+    close(c_n, r_c, **TOL[torch.float32])
+    close(m_out, model.reference(ins[0])[0], **TOL[torch.float32])
+
+
+@pytest.mark.cuda
+def test_inference_keeps_nothing():
+    # output and c_n alone: the forward also keeps gates [T, B, 3S] and
+    # cells [T, B, S] for a backward.
+    gen = torch.Generator().manual_seed(66)
+    steps, batch, features, state = 64, 16, 32, 128
+    ins = _inputs(steps, batch, features, state, torch.float32, "cuda", gen)
+    peaks = {}
+    for op in ("inference", "forward"):
+        with torch.no_grad():
+            getattr(torch.ops.kernforge, f"lltm_sequence_{op}")(*ins)  # warm, plans cached
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+            outs = getattr(torch.ops.kernforge, f"lltm_sequence_{op}")(*ins)
+            torch.cuda.synchronize()
+            peaks[op] = torch.cuda.max_memory_allocated() - before
+            del outs
+    kept = 4 * (steps * batch * state + batch * state)  # output, c_n
+    assert peaks["inference"] <= kept + 4096, peaks
+    assert peaks["forward"] >= kept + 4 * steps * batch * 4 * state, peaks
+
+
 @pytest.mark.parametrize("size", [(3, 2, 3, 4), (5, 3, 2, 3)], ids=str)
 def test_gradcheck(device, size):
     gen = torch.Generator().manual_seed(63)
@@ -289,10 +363,11 @@ def test_no_steps(device):
     out, (h_n, c_n) = kernforge.lltm_sequence(x, W, b, h0, c0)
     assert out.shape == (0, 3, 5)
     assert h_n is h0 and c_n is c0
-    with pytest.raises(
-        RuntimeError, match=re.escape("kernforge::lltm_sequence: x must have at least one step")
-    ):
-        torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+    for op in (torch.ops.kernforge.lltm_sequence_forward, torch.ops.kernforge.lltm_sequence_inference):
+        with pytest.raises(
+            RuntimeError, match=re.escape("kernforge::lltm_sequence: x must have at least one step")
+        ):
+            op(x, W, b, h0, c0)
 
 
 def test_empty_batch(device):
@@ -313,6 +388,8 @@ def test_opcheck(device, size):
         torch.ops.kernforge.lltm_sequence_forward.default, tuple(t.requires_grad_() for t in ins)
     )
     x, W, b, h0, c0 = (t.detach() for t in ins)
+    torch.library.opcheck(torch.ops.kernforge.lltm_sequence_inference.default, (x, W, b, h0, c0))
+    torch.library.opcheck(torch.ops.kernforge.lltm_sequence_inference.default, (x, W, b, None, None))
     out, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
     for go, gc, mask in [
         (torch.randn_like(out), torch.randn_like(c_n), [True] * 5),
@@ -643,13 +720,12 @@ def test_bad_input(name, change, message):
     expected = re.escape(f"kernforge::lltm_sequence: {message}")
     with pytest.raises(RuntimeError, match=expected):
         kernforge.lltm_sequence(*args.values())
-    with pytest.raises(RuntimeError, match=expected):
-        torch.ops.kernforge.lltm_sequence_forward(*args.values())
-    mode = FakeTensorMode()
-    with mode, pytest.raises(RuntimeError, match=expected):
-        torch.ops.kernforge.lltm_sequence_forward(
-            *[a if a is None else mode.from_tensor(a) for a in args.values()]
-        )
+    for op in (torch.ops.kernforge.lltm_sequence_forward, torch.ops.kernforge.lltm_sequence_inference):
+        with pytest.raises(RuntimeError, match=expected):
+            op(*args.values())
+        mode = FakeTensorMode()
+        with mode, pytest.raises(RuntimeError, match=expected):
+            op(*[a if a is None else mode.from_tensor(a) for a in args.values()])
 
 
 def test_bad_argument_types():

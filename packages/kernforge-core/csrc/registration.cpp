@@ -29,6 +29,11 @@ STABLE_TORCH_LIBRARY(kernforge, m) {
   m.def(
       "lltm_sequence_forward(Tensor x, Tensor W, Tensor b, Tensor? h0, Tensor? c0) -> "
       "(Tensor, Tensor, Tensor, Tensor)");
+  // lltm_sequence_inference: the forward with no backward to come, (output,
+  // c_n), keeping neither gates nor cells.
+  m.def(
+      "lltm_sequence_inference(Tensor x, Tensor W, Tensor b, Tensor? h0, Tensor? c0) -> "
+      "(Tensor, Tensor)");
   m.def(
       "lltm_sequence_backward(Tensor? grad_output, Tensor? grad_cn, Tensor x, Tensor W, "
       "Tensor? h0, Tensor output, Tensor cells, Tensor gates, bool[5] output_mask) -> "

@@ -79,6 +79,8 @@ struct CpuSequence {
 STABLE_TORCH_LIBRARY_IMPL(kernforge, CPU, m) {
   m.impl("lltm_sequence_forward",
          TORCH_BOX(&kernforge::lltm_sequence_forward<kernforge::CpuSequence>));
+  m.impl("lltm_sequence_inference",
+         TORCH_BOX(&kernforge::lltm_sequence_inference<kernforge::CpuSequence>));
   m.impl("lltm_sequence_backward",
          TORCH_BOX(&kernforge::lltm_sequence_backward<kernforge::CpuSequence>));
 }

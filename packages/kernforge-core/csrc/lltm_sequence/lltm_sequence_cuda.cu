@@ -227,6 +227,8 @@ struct CudaSequence {
 STABLE_TORCH_LIBRARY_IMPL(kernforge, CUDA, m) {
   m.impl("lltm_sequence_forward",
          TORCH_BOX(&kernforge::lltm_sequence_forward<kernforge::CudaSequence>));
+  m.impl("lltm_sequence_inference",
+         TORCH_BOX(&kernforge::lltm_sequence_inference<kernforge::CudaSequence>));
   m.impl("lltm_sequence_backward",
          TORCH_BOX(&kernforge::lltm_sequence_backward<kernforge::CudaSequence>));
 }

@@ -221,73 +221,121 @@ inline void check_backward(const Tensor* grad_output, const Tensor* grad_cn, con
   }
 }
 
-}  // namespace seq
-
 // The forward: (output [T, B, S] every step's h, c_n [B, S], gates
-// [T, B, 3S] activated, cells [T, B, S] every step's c in the cell type).
+// [T, B, 3S] activated, cells [T, B, S] every step's c in the cell type);
+// with keep false, gates and cells are not made (undefined): the backend's
+// whole recurrence writes none, and a stepping driver keeps one step's gates
+// and two steps' cells as scratch (gates over P's rows where the backend
+// allows).
 // Backend: Guard, kGatesOverPre, addmm(out, self, a, b, beta) (out = beta * self + a b),
 // step(const SeqStep&), step_backward(const SeqStepBackward&),
 // projects_input(const SeqRecurrence&), recurrence(const SeqRecurrence&),
 // recurrence(const SeqRecurrenceBackward&), sums(const SeqGrads&).
 template <class Backend>
-std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x, const Tensor& W,
-                                                                 const Tensor& b,
-                                                                 const std::optional<Tensor>& h0,
-                                                                 const std::optional<Tensor>& c0) {
-  const ScalarType dtype = seq::check(x, W, b, h0 ? &*h0 : nullptr, c0 ? &*c0 : nullptr);
+std::tuple<Tensor, Tensor, Tensor, Tensor> forward(const Tensor& x, const Tensor& W,
+                                                   const Tensor& b, const std::optional<Tensor>& h0,
+                                                   const std::optional<Tensor>& c0, bool keep) {
+  const ScalarType dtype = check(x, W, b, h0 ? &*h0 : nullptr, c0 ? &*c0 : nullptr);
   typename Backend::Guard guard(x);
   const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = W.size(0) / 3;
   const ScalarType cell = cell_dtype(dtype);
   // Every tensor made here comes through the C shim (no dispatcher call):
   // at small sizes the forward is bound by the host.
   const Tensor output = empty(x, {T, B, S});
-  const Tensor gates = empty(x, {T, B, 3 * S});
-  const Tensor cells = seq::empty_cells(x, {T, B, S});
+  Tensor gates = keep ? empty(x, {T, B, 3 * S}) : Tensor();
+  Tensor cells = keep ? empty_cells(x, {T, B, S}) : Tensor();
   Tensor c_n = empty(x, {B, S});
   if (B * S == 0) return {output, c_n, gates, cells};
   // An absent h0 or c0 is zeros: no tensor, no step-0 recurrent GEMM.
   const Tensor xc = detail::contiguous(x), bc = detail::contiguous(b);
   const Tensor h0c = h0 ? detail::contiguous(*h0) : Tensor();
-  const Tensor c0c = c0 ? detail::contiguous(seq::as_dtype(*c0, cell)) : Tensor();
+  const Tensor c0c = c0 ? detail::contiguous(as_dtype(*c0, cell)) : Tensor();
   const void* h0_ptr = h0c.defined() ? h0c.data_ptr() : nullptr;
   const void* c0_ptr = c0c.defined() ? c0c.data_ptr() : nullptr;
-  const Tensor W_hT = seq::columns_t(W, 0, S);
+  const Tensor Wc = detail::contiguous(W);
+  SeqRecurrence recurrence{nullptr,
+                           xc.data_ptr(),
+                           bc.data_ptr(),
+                           Wc.data_ptr(),
+                           h0_ptr,
+                           c0_ptr,
+                           keep ? gates.data_ptr() : nullptr,
+                           keep ? cells.data_ptr() : nullptr,
+                           output.data_ptr(),
+                           c_n.data_ptr(),
+                           S + F,
+                           F,
+                           T,
+                           B,
+                           S,
+                           dtype,
+                           x.get_device_index()};
+  // The recurrence may multiply x by W_x itself: then no GEMM makes P.
+  const bool projected = Backend::projects_input(recurrence);
   // P [T * B, 3S]; pre_t is P_t after its addmm. F = 0: P is zeros. Where
   // the backend's gate passes read an element's three values of pre_t before
   // they write its gates (Backend::kGatesOverPre), P is gates' storage.
-  Tensor P = Backend::kGatesOverPre ? seq::rows(gates, 0, T * B, 3 * S) : empty(x, {T * B, 3 * S});
-  const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
+  Tensor P;
+  if (!projected) {
+    P = keep && Backend::kGatesOverPre ? rows(gates, 0, T * B, 3 * S) : empty(x, {T * B, 3 * S});
+    if (F > 0)
+      Backend::addmm(P, P, rows(xc, 0, T * B, F), columns_t(W, S, F), 0.0);
+    else
+      torch::stable::zero_(P);
+    recurrence.P = P.data_ptr();
+  }
+  const bool whole = Backend::recurrence(recurrence);
+  if (whole) return {output, c_n, gates, cells};
+  if (projected)
+    throw std::runtime_error("kernforge::lltm_sequence: the recurrence did not run as planned");
+  // Stepping. Without keep, step t's gates go over P_t (kGatesOverPre) or
+  // into one step's scratch, and its cell into one of two steps' scratch.
   const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
+  const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
+  if (!keep) {
+    gates = Backend::kGatesOverPre ? P : empty(x, {B, 3 * S});
+    cells = empty_cells(x, {2, B, S});
+  }
+  const int64_t gates_step = keep || Backend::kGatesOverPre ? B * 3 * S * size : 0;
   auto* P_ptr = static_cast<char*>(P.data_ptr());
   auto* gates_ptr = static_cast<char*>(gates.data_ptr());
   auto* cells_ptr = static_cast<char*>(cells.data_ptr());
   auto* out_ptr = static_cast<char*>(output.data_ptr());
-  const Tensor Wc = detail::contiguous(W);
-  const SeqRecurrence recurrence{
-      P_ptr,     xc.data_ptr(), bc.data_ptr(),       Wc.data_ptr(), h0_ptr, c0_ptr, gates_ptr,
-      cells_ptr, out_ptr,       c_n.data_ptr(),      S + F,         F,      T,      B,
-      S,         dtype,         x.get_device_index()};
-  // The recurrence may multiply x by W_x itself: then no GEMM makes P.
-  const bool projected = Backend::projects_input(recurrence);
-  if (F > 0 && !projected)
-    Backend::addmm(P, P, seq::rows(xc, 0, T * B, F), seq::columns_t(W, S, F), 0.0);
-  else if (F == 0)
-    torch::stable::zero_(P);
-  const bool whole = Backend::recurrence(recurrence);
-  if (projected && !whole)
-    throw std::runtime_error("kernforge::lltm_sequence: the recurrence did not run as planned");
-  for (int64_t t = 0; t < T && !whole; ++t) {
-    const Tensor P_t = seq::rows(P, t * B, B, 3 * S);
+  const auto cell_row = [&](int64_t t) { return (keep ? t : t & 1) * B; };
+  const Tensor W_hT = columns_t(W, 0, S);
+  for (int64_t t = 0; t < T; ++t) {
+    const Tensor P_t = rows(P, t * B, B, 3 * S);
     if (t > 0 || h0_ptr)
-      Backend::addmm(P_t, P_t, t == 0 ? h0c : seq::rows(output, (t - 1) * B, B, S), W_hT, 1.0);
+      Backend::addmm(P_t, P_t, t == 0 ? h0c : rows(output, (t - 1) * B, B, S), W_hT, 1.0);
     Backend::step(SeqStep{P_ptr + t * B * 3 * S * size, bc.data_ptr(),
-                          t == 0 ? c0_ptr : cells_ptr + (t - 1) * B * S * cell_size,
-                          gates_ptr + t * B * 3 * S * size, cells_ptr + t * B * S * cell_size,
+                          t == 0 ? c0_ptr : cells_ptr + cell_row(t - 1) * S * cell_size,
+                          gates_ptr + t * gates_step, cells_ptr + cell_row(t) * S * cell_size,
                           out_ptr + t * B * S * size, B, S, dtype, x.get_device_index()});
   }
   // c_n of the input dtype, in storage of its own (outputs may not alias).
-  if (!whole) torch::stable::copy_(c_n, seq::rows(cells, (T - 1) * B, B, S));
+  torch::stable::copy_(c_n, rows(cells, cell_row(T - 1), B, S));
+  if (!keep) gates = cells = Tensor();
   return {output, c_n, gates, cells};
+}
+
+}  // namespace seq
+
+// The forward, keeping gates and cells for the backward.
+template <class Backend>
+std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x, const Tensor& W,
+                                                                 const Tensor& b,
+                                                                 const std::optional<Tensor>& h0,
+                                                                 const std::optional<Tensor>& c0) {
+  return seq::forward<Backend>(x, W, b, h0, c0, true);
+}
+
+// The forward without a backward to come: (output, c_n), nothing kept.
+template <class Backend>
+std::tuple<Tensor, Tensor> lltm_sequence_inference(const Tensor& x, const Tensor& W,
+                                                   const Tensor& b, const std::optional<Tensor>& h0,
+                                                   const std::optional<Tensor>& c0) {
+  const auto out = seq::forward<Backend>(x, W, b, h0, c0, false);
+  return {std::get<0>(out), std::get<1>(out)};
 }
 
 // The backward: what output_mask (x, weight, bias, h0, c0) asks for, each

@@ -290,7 +290,7 @@ struct ForwardArgs {
   const scalar_t *P, *x, *bias, *W, *h0;
   const float* c0;                 // null: zeros
   scalar_t *gates, *output, *c_n;  // c_n [B, S]: the last step's cell
-  float* cells;
+  float* cells;                    // null with gates: nothing kept (inference)
   int64_t ldw;
   int T, batch, S;
   Plan plan;
@@ -372,17 +372,19 @@ __device__ inline ForwardElement gate_forward(float p0, float p1, float p2, floa
   return e;
 }
 
-// Writes the element's gates, cell and h at step t.
+// Writes the element's gates, cell (both unless gates is null) and h at step t.
 template <class scalar_t>
 __device__ inline void store_forward(const ForwardArgs<scalar_t>& a, int t, int b, int s,
                                      const ForwardElement& e) {
   const int S = a.S;
   const int64_t row = static_cast<int64_t>(t) * a.batch + b;
-  scalar_t* g = a.gates + row * 3 * S;
-  g[s] = static_cast<scalar_t>(e.i);
-  g[S + s] = static_cast<scalar_t>(e.o);
-  g[2 * S + s] = static_cast<scalar_t>(e.z);
-  a.cells[row * S + s] = e.c;
+  if (a.gates) {  // null: inference, nothing kept for a backward
+    scalar_t* g = a.gates + row * 3 * S;
+    g[s] = static_cast<scalar_t>(e.i);
+    g[S + s] = static_cast<scalar_t>(e.o);
+    g[2 * S + s] = static_cast<scalar_t>(e.z);
+    a.cells[row * S + s] = e.c;
+  }
   a.output[row * S + s] = static_cast<scalar_t>(e.h);
   if (t == a.T - 1) a.c_n[b * S + s] = static_cast<scalar_t>(e.c);
 }

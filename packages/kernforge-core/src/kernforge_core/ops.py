@@ -494,7 +494,9 @@ def lltm_sequence(
         step's. T = 0 gives an empty output and ``(h0, c0)``.
 
     Gradients flow to x, weight, bias, h0 and c0, each computed only when it
-    is needed. The input projection of all T steps is one GEMM (on CUDA,
+    is needed. Where none can flow (``torch.no_grad()``, or no input needing
+    one), nothing is kept for a backward: output and c_n are all it makes.
+    The input projection of all T steps is one GEMM (on CUDA,
     small float sequences with up to 64 features make it inside their
     recurrent kernel); each step runs the recurrent GEMM and one fused gate
     pass; the backward's d_x, d_W and d_b are one GEMM or reduction each over
@@ -545,8 +547,9 @@ def lltm_sequence(
     if grad or torch.compiler.is_compiling():
         output, c_n, _, _ = _with_autograd("lltm_sequence_forward", xs, weight, bias, h0, c0)
     else:
+        # No backward to come: the op that keeps no gates or cells for one.
         with _below_autograd():
-            output, c_n, _, _ = _ops.lltm_sequence_forward.default(xs, weight, bias, h0, c0)
+            output, c_n = _ops.lltm_sequence_inference.default(xs, weight, bias, h0, c0)
     h_n = output[-1]
     return (output.transpose(0, 1) if batch_first else output), (h_n, c_n)
 
@@ -566,6 +569,14 @@ def _(x, W, b, h0, c0):
         x.new_empty((steps, batch, 3 * state)),
         x.new_empty((steps, batch, state), dtype=_cell_dtype(x.dtype)),
     )
+
+
+@torch.library.register_fake("kernforge::lltm_sequence_inference")
+def _(x, W, b, h0, c0):
+    _checks.lltm_sequence(x, W, b, h0, c0)
+    steps, batch, _ = x.shape
+    state = W.shape[0] // 3
+    return x.new_empty((steps, batch, state)), x.new_empty((batch, state))
 
 
 def _lltm_sequence_setup(ctx, inputs, output):

@@ -8,6 +8,7 @@ import warnings
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils.rnn import PackedSequence
 
 from . import functional as F
 
@@ -168,13 +169,19 @@ class LLTMSequence(nn.Module):
         self.dropout, self.bidirectional = float(dropout), bidirectional
         directions = 2 if bidirectional else 1
         kw = {"device": device, "dtype": dtype}
-        for k in range(num_layers):
+        # each layer's (weight name, bias name, reverse) for its directions
+        suffixes = self._suffixes()
+        self._names = [
+            [(f"weight_l{k}{sfx}", f"bias_l{k}{sfx}", sfx == "_reverse") for sfx in suffixes]
+            for k in range(num_layers)
+        ]
+        for k, names in enumerate(self._names):
             features = input_size if k == 0 else directions * hidden_size
-            for suffix in self._suffixes():
+            for weight_name, bias_name, _ in names:
                 weight = torch.empty(3 * hidden_size, hidden_size + features, **kw)
-                self.register_parameter(f"weight_l{k}{suffix}", nn.Parameter(weight))
+                self.register_parameter(weight_name, nn.Parameter(weight))
                 self.register_parameter(
-                    f"bias_l{k}{suffix}", nn.Parameter(torch.empty(3 * hidden_size, **kw)) if bias else None
+                    bias_name, nn.Parameter(torch.empty(3 * hidden_size, **kw)) if bias else None
                 )
         self.reset_parameters()
 
@@ -196,21 +203,22 @@ class LLTMSequence(nn.Module):
         B, S] (None: zeros, which each layer gets as None): (output, h_n, c_n).
         The reverse direction runs over x flipped in time: a sequence of its own
         length, as the packed path hands it here."""
+        # A small layer is bound by the host, and this is all the Python
+        # before its kernel's launch: the names made once, the parameters
+        # straight from the dict (getattr costs microseconds), else as a
+        # parametrization makes them.
         h_n, c_n = [], []
         params = self._parameters
-        for k in range(self.num_layers):
+        for k, directions in enumerate(self._names):
             if k > 0 and self.dropout > 0 and self.training:
                 x = nn.functional.dropout(x, self.dropout, training=True)
             outputs = []
-            for suffix in self._suffixes():
-                i = len(h_n)
-                # Straight from the parameter dict (getattr costs a host-bound
-                # small layer microseconds), else as a parametrization makes it.
-                names = (f"weight_l{k}{suffix}", f"bias_l{k}{suffix}")
-                weight, bias = (params[n] if n in params else getattr(self, n) for n in names)
+            for weight_name, bias_name, reverse in directions:
+                weight = params[weight_name] if weight_name in params else getattr(self, weight_name)
+                bias = params[bias_name] if bias_name in params else getattr(self, bias_name)
                 if bias is None:
                     bias = weight.new_zeros(weight.shape[:1])
-                reverse = suffix == "_reverse"
+                i = len(h_n)
                 out, (h, c) = fn(
                     x.flip(0) if reverse else x,
                     weight,
@@ -228,9 +236,9 @@ class LLTMSequence(nn.Module):
 
     def _state(self, hx, batch: int, batched: bool) -> tuple[Tensor | None, Tensor | None]:
         """hx as [D * num_layers, B, S] each, checked; (None, None) for zeros."""
-        shape = (len(self._suffixes()) * self.num_layers, batch, self.hidden_size)
         if hx is None:
             return None, None
+        shape = (len(self._suffixes()) * self.num_layers, batch, self.hidden_size)
         h0, c0 = hx
         if not batched:
             h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
@@ -253,7 +261,7 @@ class LLTMSequence(nn.Module):
         return self._forward(reference.lltm_sequence, input, hx)
 
     def _forward(self, fn, input, hx):
-        if isinstance(input, nn.utils.rnn.PackedSequence):
+        if isinstance(input, PackedSequence):
             self._check_features(input.data)
             return self._forward_packed(fn, input, hx)
         dim = input.dim()
@@ -264,7 +272,7 @@ class LLTMSequence(nn.Module):
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
-        h0, c0 = self._state(hx, x.shape[1], batched)
+        h0, c0 = (None, None) if hx is None else self._state(hx, x.size(1), batched)
         output, h_n, c_n = self._run(fn, x, h0, c0)
         if not batched:
             return output.squeeze(1), (h_n.squeeze(1), c_n.squeeze(1))
@@ -272,7 +280,7 @@ class LLTMSequence(nn.Module):
 
     def _check_features(self, input: Tensor) -> None:
         # Here, not in the op: the op would name layer 0's weight, not the input.
-        if input.shape[-1] != self.input_size:
+        if input.size(-1) != self.input_size:
             raise ValueError(
                 f"LLTMSequence: input must have input_size = {self.input_size} features in its last "
                 f"dimension, got {list(input.shape)}"
