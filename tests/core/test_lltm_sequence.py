@@ -5,6 +5,7 @@ torch.compile, CUDA graphs, autocast, packed sequences, and bad input."""
 
 from __future__ import annotations
 
+import pickle
 import re
 
 import pytest
@@ -622,6 +623,21 @@ def test_module_takes_nn_lstm_arguments(device):
         assert got.shape == want.shape
     packed = pack_sequence([x[0], x[1, :3], x[2, :1]])
     assert torch.equal(model(packed)[0].batch_sizes, lstm(packed)[0].batch_sizes)
+
+
+@pytest.mark.parametrize("kept_names", [True, False], ids=["now", "pickled_before_names_were_kept"])
+def test_module_pickles_whole(kept_names):
+    # torch.save(model) pickles the module itself; one saved by a version
+    # that did not keep its parameter names still loads and runs.
+    model = kernforge.nn.LLTMSequence(4, 6, num_layers=2, bidirectional=True, dtype=torch.float64)
+    x = random((3, 5, 4), torch.float64, "cpu", torch.Generator().manual_seed(103))
+    expected = model.reference(x)
+    if not kept_names:
+        del model.__dict__["_names"]
+    loaded = pickle.loads(pickle.dumps(model))
+    for got, want in zip(loaded(x), expected, strict=True):
+        got, want = (got, want) if isinstance(got, Tensor) else (got[0], want[0])
+        close(got, want, **TOL[torch.float64])
 
 
 @pytest.mark.parametrize("enforce_sorted", [True, False])

@@ -169,12 +169,7 @@ class LLTMSequence(nn.Module):
         self.dropout, self.bidirectional = float(dropout), bidirectional
         directions = 2 if bidirectional else 1
         kw = {"device": device, "dtype": dtype}
-        # each layer's (weight name, bias name, reverse) for its directions
-        suffixes = self._suffixes()
-        self._names = [
-            [(f"weight_l{k}{sfx}", f"bias_l{k}{sfx}", sfx == "_reverse") for sfx in suffixes]
-            for k in range(num_layers)
-        ]
+        self._names = self._parameter_names()
         for k, names in enumerate(self._names):
             features = input_size if k == 0 else directions * hidden_size
             for weight_name, bias_name, _ in names:
@@ -187,6 +182,19 @@ class LLTMSequence(nn.Module):
 
     def _suffixes(self) -> tuple[str, ...]:
         return ("", "_reverse") if self.bidirectional else ("",)
+
+    def _parameter_names(self) -> list[list[tuple[str, str, bool]]]:
+        """Each layer's (weight name, bias name, reverse) for its directions."""
+        return [
+            [(f"weight_l{k}{sfx}", f"bias_l{k}{sfx}", sfx == "_reverse") for sfx in self._suffixes()]
+            for k in range(self.num_layers)
+        ]
+
+    def __setstate__(self, state):
+        # a module pickled whole before the names were kept
+        super().__setstate__(state)
+        if "_names" not in self.__dict__:
+            self._names = self._parameter_names()
 
     def reset_parameters(self) -> None:
         bound = 1.0 / math.sqrt(self.hidden_size)
