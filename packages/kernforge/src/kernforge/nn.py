@@ -280,7 +280,7 @@ class LLTMSequence(nn.Module):
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
-        h0, c0 = (None, None) if hx is None else self._state(hx, x.size(1), batched)
+        h0, c0 = self._state(hx, x.size(1), batched)
         output, h_n, c_n = self._run(fn, x, h0, c0)
         if not batched:
             return output.squeeze(1), (h_n.squeeze(1), c_n.squeeze(1))
