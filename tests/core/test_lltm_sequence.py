@@ -75,9 +75,21 @@ def _poison(device, *shapes):
         del blocks
 
 
+def _sequence_tolerance(dtype, steps, batch):
+    tol = TOL[dtype]
+    if dtype in (torch.float16, torch.bfloat16):
+        # h and d_gates rounded to 8 or 11 bits every step, carried through the
+        # recurrence, then summed over T * B rows in d_W and d_b
+        tol = {"rtol": tol["rtol"], "atol": tol["atol"] * max(1.0, (steps * batch / 4) ** 0.5)}
+    return tol
+
+
 # nox -s sanitize runs the CUDA cases of the tests marked sanitize: every
 # layout of the persistent kernels and the cuBLAS path, both directions.
+# racecheck, which reads every shared-memory access, takes minutes for one
+# of these sequences and runs test_each_layout_over_three_steps instead.
 @pytest.mark.sanitize
+@pytest.mark.long_for_racecheck
 @DTYPES
 @pytest.mark.parametrize("size", SIZES, ids=str)
 def test_matches_a_loop_over_the_cell(device, dtype, size):
@@ -89,11 +101,7 @@ def test_matches_a_loop_over_the_cell(device, dtype, size):
     _poison(device, (steps, batch, state), (steps, batch, 3 * state))
     out, (h_n, c_n) = kernforge.lltm_sequence(*ours)
     r_out, (r_h, r_c) = reference.lltm_sequence(*refs)
-    tol = TOL[dtype]
-    if dtype in (torch.float16, torch.bfloat16):
-        # h and d_gates rounded to 8 or 11 bits every step, carried through the
-        # recurrence, then summed over T * B rows in d_W and d_b
-        tol = {"rtol": tol["rtol"], "atol": tol["atol"] * max(1.0, (steps * batch / 4) ** 0.5)}
+    tol = _sequence_tolerance(dtype, steps, batch)
     close(out, r_out.to(dtype), **tol)
     close(h_n, r_h.to(dtype), **tol)
     close(c_n, r_c.to(dtype), **tol)
@@ -105,12 +113,48 @@ def test_matches_a_loop_over_the_cell(device, dtype, size):
         close(o.grad, r.grad.to(dtype), **tol)
 
 
+# Every layout of SIZES at three steps: both receive buffers of the
+# persistent kernels and the reuse of the first, in the forward, the
+# backward and the inference op, against a float64 reference on the CPU (no
+# reference kernel runs on the GPU). This is racecheck's share of the
+# sequence op (the tests above are long_for_racecheck); the other tools
+# run it too.
+@pytest.mark.sanitize
+@DTYPES
+@pytest.mark.parametrize("size", [(3, *s[1:]) for s in SIZES], ids=str)
+def test_each_layout_over_three_steps(device, dtype, size):
+    gen = torch.Generator().manual_seed(60)
+    ins = _inputs(*size, dtype, device, gen)
+    ours = [t.clone().requires_grad_() for t in ins]
+    refs = [t.double().cpu().requires_grad_() for t in ins]
+    steps, batch, _, state = size
+    _poison(device, (steps, batch, state), (steps, batch, 3 * state))
+    out, (h_n, c_n) = kernforge.lltm_sequence(*ours)
+    with torch.no_grad():
+        inf_out, (inf_h, inf_c) = kernforge.lltm_sequence(*ins)
+    r_out, (r_h, r_c) = reference.lltm_sequence(*refs)
+    tol = _sequence_tolerance(dtype, steps, batch)
+    for o, i, r in ((out, inf_out, r_out), (h_n, inf_h, r_h), (c_n, inf_c, r_c)):
+        close(o.cpu(), r.to(dtype), **tol)
+        assert torch.equal(i, o.detach())
+    grads = [random(t.shape, dtype, device, gen) for t in (out, h_n, c_n)]
+    torch.autograd.backward((out, h_n, c_n), grads)
+    torch.autograd.backward((r_out, r_h, r_c), [g.double().cpu() for g in grads])
+    for name, o, r in zip(("x", "weight", "bias", "h0", "c0"), ours, refs, strict=True):
+        assert o.grad is not None, name
+        close(o.grad.cpu(), r.grad.to(dtype), **tol)
+
+
+SANITIZED_BUT_LONG_FOR_RACECHECK = [pytest.mark.sanitize, pytest.mark.long_for_racecheck]
+
+
 # The inference op runs the forward's kernels with nothing kept (the CUDA
 # kernels skip their stores of the gates and cells; the stepping drivers
 # keep one step's scratch): bit for bit the forward's output and c_n, on
 # every path. Sanitized in float (the other dtypes share its code).
 @pytest.mark.parametrize(
-    "dtype", [pytest.param(torch.float32, marks=pytest.mark.sanitize), torch.float64, torch.bfloat16],
+    "dtype",
+    [pytest.param(torch.float32, marks=SANITIZED_BUT_LONG_FOR_RACECHECK), torch.float64, torch.bfloat16],
     ids=lambda d: str(d).removeprefix("torch."),
 )  # fmt: skip
 @pytest.mark.parametrize("size", SIZES, ids=str)

@@ -5,6 +5,7 @@ and the GPU each pytest-xdist worker takes on a host of several
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -149,14 +150,39 @@ def test_each_tool_runs_its_flags_and_tests_and_is_read(tmp_path):
     ]
     n = 4 + len(sanitizer.PYTEST)
     assert initcheck[4:n] == sanitizer.PYTEST
-    assert initcheck[n:] == ["-k", "(lltm) and not (lltm and float16)", "-n", "4"]
+    assert initcheck[n:] == ["-m", "cuda and sanitize", "-k", "(lltm) and not (lltm and float16)", "-n", "4"]
     assert racecheck[3] == "--racecheck-report=all"
-    assert racecheck[-4:] == ["-k", "(lltm) and (fused_relu_add or lltm or lltm_sequence)", "-n", "4"]
+    assert racecheck[-6:] == [
+        "-m",
+        "cuda and sanitize and not long_for_racecheck",
+        "-k",
+        "(lltm) and (fused_relu_add or lltm or lltm_sequence)",
+        "-n",
+        "4",
+    ]
     assert verdicts == [
         (True, "initcheck: ERROR SUMMARY: 0 errors | 4 passed in 2.00s"),
         (False, "racecheck: RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings) | 4 passed in 2.00s"),
     ]
     assert (tmp_path / "logs" / "racecheck.log").read_text().endswith("(1 error, 0 warnings)\n")
+
+
+def test_racecheck_takes_the_three_step_sequences_for_the_long_ones():
+    # what racecheck's selection collects, against memcheck's (every test marked sanitize)
+    root = Path(__file__).resolve().parents[2]
+
+    def collected(tool):
+        args = sanitizer.selection(tool, ["-k", "lltm_sequence"], root)
+        command = [sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "--collect-only", "-q"]
+        listing = subprocess.run([*command, *args], cwd=root, capture_output=True, text=True, check=True)
+        return {line for line in listing.stdout.splitlines() if "::" in line}
+
+    every, race = collected("memcheck"), collected("racecheck")
+    long = {t for t in every if "matches_a_loop" in t or "inference_equals_the_forward" in t}
+    three = {t for t in every if "each_layout_over_three_steps" in t}
+    assert long and len(three) == 60
+    assert race == every - long
+    assert all("[cuda-" in t for t in every)
 
 
 def test_logs_go_where_the_session_is_told():
@@ -173,8 +199,13 @@ def test_logs_go_where_the_session_is_told():
 
 def test_a_tool_with_no_k_gets_its_own_and_memcheck_all_tests():
     root = Path(__file__).resolve().parents[2]
-    assert sanitizer.selection("memcheck", ["-x"], root) == ["-x"]
-    assert sanitizer.selection("initcheck", [], root) == ["-k", "not (lltm and float16)"]
+    assert sanitizer.selection("memcheck", ["-x"], root) == ["-m", "cuda and sanitize", "-x"]
+    assert sanitizer.selection("initcheck", [], root) == [
+        "-m",
+        "cuda and sanitize",
+        "-k",
+        "not (lltm and float16)",
+    ]
 
 
 @pytest.mark.parametrize(
