@@ -3,7 +3,10 @@ over, and the helpers that make inputs in each layout."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from pathlib import Path
 
 
 def gpu_order_for_worker(worker: str, gpus: int, visible: str | None) -> str | None:
@@ -107,3 +110,23 @@ def close(actual: torch.Tensor, expected: torch.Tensor, **kw) -> None:
     if actual.dtype.is_floating_point:
         assert not torch.isnan(actual).any(), "an output element was never written"
     torch.testing.assert_close(actual, expected, **kw)
+
+
+def run_folder(tmp_path_factory) -> Path:
+    """This test run's temporary folder, the same for all its pytest-xdist
+    workers (each worker's own is <run>/popen-gwN)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def built_once(folder: Path):
+    """`folder` (made if missing), held under a lock file beside it while the
+    block runs, for an extension the block builds into it: the first
+    pytest-xdist worker to get there builds, the others wait and find the
+    build done (ninja up to date, or the block's own check), so a fixture
+    compiles once a run, not once a worker."""
+    with open(folder.with_name(folder.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        folder.mkdir(exist_ok=True)
+        yield folder

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import random
+from conftest import built_once, random, run_folder
 from kernforge_legacy import ffi
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -41,9 +41,11 @@ def _load(package: Path, alias: str):
 
 @pytest.fixture(scope="session")
 def workdir(tmp_path_factory):
-    """A scratch folder; the build cache inside it, for this process and the
-    build scripts it runs."""
-    root = tmp_path_factory.mktemp("legacy")
+    """A scratch folder of the run, which its pytest-xdist workers share (each
+    fixture below builds into it once: built_once); the build cache inside
+    it, for this process and the build scripts it runs."""
+    root = run_folder(tmp_path_factory) / "legacy"
+    root.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
         yield root
@@ -68,12 +70,14 @@ def _add_in_new_process(package: str, cwd: Path) -> str:
 
 def _build_fixture(workdir: Path, name: str):
     """Copies a fixture, runs its make.sh (CUDA objects) and build.py as a
-    2017 user did, and loads the result."""
-    src = workdir / name
-    shutil.copytree(FIXTURES / name, src)
-    if CUDA and (src / "make.sh").exists():
-        _run(["bash", "make.sh"], src, ARCH="sm_{}{}".format(*torch.cuda.get_device_capability()))
-    _run([sys.executable, "build.py"], src)
+    2017 user did, and loads the result (built once a run: the first worker
+    to get here builds, the others load its build)."""
+    with built_once(workdir / name) as src:
+        if not (src / "_ext" / name / f"_{name}.so").exists():
+            shutil.copytree(FIXTURES / name, src, dirs_exist_ok=True)
+            if CUDA and (src / "make.sh").exists():
+                _run(["bash", "make.sh"], src, ARCH="sm_{}{}".format(*torch.cuda.get_device_capability()))
+            _run([sys.executable, "build.py"], src)
     return _load(src / "_ext" / name, f"fixture_{name}")
 
 
@@ -90,18 +94,24 @@ def gather(workdir):
 @pytest.fixture(scope="session")
 def probe(workdir):
     src = FIXTURES / "probe" / "src"
-    ext = ffi.create_extension(
-        "probe",
-        headers=[src / "probe.h", *([src / "probe_cuda.h"] if CUDA else [])],
-        sources=[
-            src / "probe.c",
-            *([src / "probe_cuda.c", src / "probe_kernel.cu", src / "probe_warp_kernel.cu"] if CUDA else []),
-        ],
-        with_cuda=CUDA,
-        relative_to=str(workdir / "probe" / "build.py"),
-        verbose=False,
-    )
-    return _load(ext.build(), "fixture_probe")
+    with built_once(workdir / "probe") as folder:
+        ext = ffi.create_extension(
+            "probe",
+            headers=[src / "probe.h", *([src / "probe_cuda.h"] if CUDA else [])],
+            sources=[
+                src / "probe.c",
+                *(
+                    [src / "probe_cuda.c", src / "probe_kernel.cu", src / "probe_warp_kernel.cu"]
+                    if CUDA
+                    else []
+                ),
+            ],
+            with_cuda=CUDA,
+            relative_to=str(folder / "build.py"),
+            verbose=False,
+        )
+        package = ext.build()
+    return _load(package, "fixture_probe")
 
 
 def _suffix(device):

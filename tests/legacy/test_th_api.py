@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import close
+from conftest import built_once, close, run_folder
 from kernforge_legacy import ffi
 
 FIXTURE = Path(__file__).parent / "fixtures" / "th_api" / "src"
@@ -24,8 +24,7 @@ DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.sani
 
 @pytest.fixture(scope="module")
 def th(tmp_path_factory):
-    root = tmp_path_factory.mktemp("th_api")
-    with pytest.MonkeyPatch.context() as mp:
+    with built_once(run_folder(tmp_path_factory) / "th_api") as root, pytest.MonkeyPatch.context() as mp:
         mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
         ext = ffi.create_extension(
             "th_api",
@@ -599,9 +598,8 @@ def test_check_gpu_sees_a_tensor_on_another_device(th):
 
 @pytest.fixture(scope="module")
 def conv(tmp_path_factory):
-    root = tmp_path_factory.mktemp("conv")
     src = Path(__file__).parent / "fixtures" / "conv" / "src"
-    with pytest.MonkeyPatch.context() as mp:
+    with built_once(run_folder(tmp_path_factory) / "conv") as root, pytest.MonkeyPatch.context() as mp:
         mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
         ext = ffi.create_extension(
             "conv",
