@@ -338,6 +338,29 @@ def test_get_with_the_wrong_number_of_indices_raises(th, device):
         _fn(th, "get_wrong_rank", device)(_rand(2, 3, 4, device=device))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_shapes_described_in_messages(th, device):
+    fn = _fn(th, "check_same_shape", device)
+    a = _rand(2, 3, 4, dtype=torch.float32, device=device)
+    assert fn(a, _rand(2, 3, 4, dtype=torch.float32, seed=1, device=device)) == 1
+    for b, shape in [(_rand(4, 6, dtype=torch.float32, device=device), "[4 x 6]"), (a.new_empty(0), "[0]")]:
+        with pytest.raises(
+            RuntimeError, match=rf"^a and b shapes do not match: a \[2 x 3 x 4\], b {re.escape(shape)} \("
+        ):
+            fn(a, b)
+
+
+def test_a_long_shape_is_cut_to_the_description_buffer(th):
+    # THLongStorage_sizeDesc: TH's 64-byte buffer, a longer shape ending in "...]"
+    with pytest.raises(RuntimeError, match=r"^\[1 x 2 x 3\] \("):
+        th.long_storage_desc(3)
+    whole = "[" + " x ".join(str(i) for i in range(1, 31)) + "]"
+    with pytest.raises(RuntimeError) as raised:
+        th.long_storage_desc(30)
+    text = str(raised.value).split(" (")[0]
+    assert len(whole) > 63 and text == whole[:59] + "...]"
+
+
 def test_th_assert_and_assert_msg(th):
     assert th.assertions(1) == 1
     with pytest.raises(RuntimeError, match=r"Assertion `value > 0' failed\. +\(.*th_api\.c:\d+\)"):

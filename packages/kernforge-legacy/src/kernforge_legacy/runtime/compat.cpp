@@ -476,6 +476,19 @@ std::vector<int64_t> longs_of(const THLongStorage* s, const char* fn) {
   return std::vector<int64_t>(s->data, s->data + s->size);
 }
 
+// "[2 x 3 x 4]" in TH's buffer; cut to its first characters and "...]"
+// where it would not fit, as TH cut it.
+THDescBuff describe(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d) text += (d ? " x " : "") + std::to_string(shape[d]);
+  text += "]";
+  constexpr size_t room = TH_DESC_BUFF_LEN - 1;
+  if (text.size() > room) text = text.substr(0, room - 4) + "...]";
+  THDescBuff out{};
+  std::memcpy(out.str, text.c_str(), text.size() + 1);
+  return out;
+}
+
 // A view of storage s from its element `offset`, with sizes and strides as TH
 // took them (a negative stride: contiguous over the dimensions after it), for
 // TH's newWithStorage and setStorage; s NULL: a new tensor of that layout.
@@ -1028,6 +1041,10 @@ void* call_handle(AtenTensorHandle t) {
 
 extern "C" {
 
+THDescBuff THLongStorage_sizeDesc(const THLongStorage* size) {
+  return describe(longs_of(size, "THLongStorage_sizeDesc"));
+}
+
 float TH_half2float(THHalf value) {
   return torch::headeronly::detail::fp16_ieee_to_fp32_value(value.x);
 }
@@ -1139,6 +1156,9 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
   }                                                                                        \
   int T##_isSameSizeAs(__VA_ARGS__ const T* self, const T* other) {                        \
     return sizes(self) == sizes(other);                                                    \
+  }                                                                                        \
+  THDescBuff T##_sizeDesc(__VA_ARGS__ const T* self) {                                     \
+    return describe(sizes(self));                                                          \
   }                                                                                        \
   void T##_resize1d(__VA_ARGS__ T* self, int64_t s0) {                                     \
     resize(self, {s0}, #T "_resize1d");                                                    \

@@ -204,6 +204,15 @@ KFL_NORETURN void kfl_th_assertion_failed(const char* file, int line, const char
  * types below): THFloatTensor_resize(t, size, NULL). */
 struct THLongStorage;
 
+/* A shape written out for a message, "[2 x 3 x 4]", in a buffer returned by
+ * value (THFloatTensor_sizeDesc(t).str); a shape too long for it ends in
+ * "...]". THNN's shape checks, which extensions copied, print these. */
+#define TH_DESC_BUFF_LEN 64
+typedef struct {
+  char str[TH_DESC_BUFF_LEN];
+} THDescBuff;
+TH_API THDescBuff THLongStorage_sizeDesc(const struct THLongStorage* size);
+
 /* A tensor handle holds the torch tensor (kfl_tensor: not for extension
  * code) and the fields 2017 code read directly, in TH's order: t->size[d]
  * and t->stride[d] (t->nDimension of each), t->storage (its fields
@@ -235,6 +244,7 @@ struct THLongStorage;
   int64_t T##_stride(__VA_ARGS__ const T* self, int dim);                              \
   int T##_isContiguous(__VA_ARGS__ const T* self);                                     \
   int T##_isSameSizeAs(__VA_ARGS__ const T* self, const T* other);                     \
+  THDescBuff T##_sizeDesc(__VA_ARGS__ const T* self);                                  \
   void T##_resize1d(__VA_ARGS__ T* self, int64_t size0);                               \
   void T##_resize2d(__VA_ARGS__ T* self, int64_t size0, int64_t size1);                \
   void T##_resize3d(__VA_ARGS__ T* self, int64_t size0, int64_t size1, int64_t size2); \
