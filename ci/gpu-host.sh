@@ -11,7 +11,12 @@
 # TESTS=0: no test-cuda. PYTEST_ARGS: more arguments for test-cuda's pytest
 # (e.g. "-m 'multi_gpu or huge'" on a two-GPU host).
 # SANITIZE=1: nox -s sanitize after the tests, SANITIZE_ARGS its arguments
-# (e.g. "racecheck -n 16": one tool, 16 pytest-xdist workers). BENCH=0: no benchmarks.
+# (e.g. "racecheck -n 16": one tool, 16 pytest-xdist workers). Or SANITIZE_JOBS
+# "NAME=ARGS;NAME=ARGS": several nox -s sanitize runs with those arguments, each
+# in its own venv, its logs in LOGDIR/sanitize-NAME, spread over the host's GPUs
+# one lane per GPU (ci/lanes.py), all stopped SANITIZE_DEADLINE seconds (default
+# 540) after they start; e.g. 'race1=racecheck -n 10 -k "three_steps";mem=memcheck -n 14'.
+# Give them TEST_WHEELS: without, each run builds kernforge itself. BENCH=0: no benchmarks.
 # BENCH_ARGS: arguments for nox -s bench (e.g. "--publish --save-baseline").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +41,18 @@ if [ "${TESTS:-1}" != 0 ]; then
   test_rc=${PIPESTATUS[0]}
 fi
 sanitize_rc=0
-if [ "${SANITIZE:-0}" = 1 ]; then
+if [ "${SANITIZE:-0}" = 1 ] && [ -n "${SANITIZE_JOBS:-}" ]; then
+  lanes=()
+  IFS=';' read -ra parts <<< "$SANITIZE_JOBS"
+  for part in "${parts[@]}"; do
+    name=${part%%=*}
+    lanes+=(--job "$name=python3 -m nox --envdir /tmp/nox-sanitize-$name -s sanitize -- ${TEST_WHEELS:+--wheels $TEST_WHEELS} --logs $LOGDIR/sanitize-$name ${part#*=}")
+  done
+  gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd, -)
+  python3 ci/lanes.py --gpus "$gpus" --deadline "${SANITIZE_DEADLINE:-540}" --logs "$LOGDIR/lanes" "${lanes[@]}" 2>&1 | tee "$LOGDIR/sanitize.log"
+  sanitize_rc=${PIPESTATUS[0]}
+  grep -hE "(memcheck|racecheck|initcheck|synccheck): " "$LOGDIR"/lanes/*.log >> "$LOGDIR/sanitize.log"
+elif [ "${SANITIZE:-0}" = 1 ]; then
   eval "sanitize_args=(${SANITIZE_ARGS:-})"
   python3 -m nox -s sanitize -- ${TEST_WHEELS:+--wheels "$TEST_WHEELS"} "${sanitize_args[@]}" 2>&1 | tee "$LOGDIR/sanitize.log"
   sanitize_rc=${PIPESTATUS[0]}
@@ -56,7 +72,7 @@ fi
 echo "== summary =="
 cat "$LOGDIR/device.txt"
 [ -f "$LOGDIR/test-cuda.log" ] && grep -E "^(FAILED|ERROR)|passed|failed" "$LOGDIR/test-cuda.log" | tail -15
-[ -f "$LOGDIR/sanitize.log" ] && grep -E "(memcheck|racecheck|initcheck|synccheck): " "$LOGDIR/sanitize.log"
+[ -f "$LOGDIR/sanitize.log" ] && grep -E "(memcheck|racecheck|initcheck|synccheck): |^[A-Za-z_0-9]+: (rc=|killed|not started)" "$LOGDIR/sanitize.log"
 [ -f "$LOGDIR/bench.log" ] && sed -n '/^device:/,$p' "$LOGDIR/bench.log"
 echo "test-cuda rc=$test_rc sanitize rc=$sanitize_rc bench rc=$bench_rc"
 exit $((test_rc || sanitize_rc || bench_rc))

@@ -5,8 +5,10 @@ and the GPU each pytest-xdist worker takes on a host of several
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ import pytest
 from conftest import gpu_order_for_worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ci"))
+import lanes
 import sanitizer
 
 START = "========= COMPUTE-SANITIZER\nbringing up nodes...\n........ [100%]\n"
@@ -223,3 +226,65 @@ def test_a_tool_with_no_k_gets_its_own_and_memcheck_all_tests():
 )
 def test_each_xdist_worker_takes_its_own_gpu(worker, gpus, visible, order):
     assert gpu_order_for_worker(worker, gpus, visible) == order
+
+
+def _sh(script: str) -> list[str]:
+    return ["bash", "-c", script]
+
+
+def test_lanes_run_jobs_side_by_side_each_on_its_gpu(tmp_path):
+    # a and b wait for each other: they pass only if two lanes run them at once
+    meet = tmp_path / "meet"
+    meet.mkdir()
+    met = f"[ -e {meet}/a ] && [ -e {meet}/b ]"
+    wait = f"touch {meet}/$0; for i in $(seq 200); do {met} && exit 0; sleep 0.1; done"
+    jobs = [
+        ("a", ["bash", "-c", f"{wait}; exit 1", "a"]),
+        ("b", ["bash", "-c", f"{wait}; exit 1", "b"]),
+        ("c", _sh('echo "gpu $CUDA_VISIBLE_DEVICES"; exit 3')),
+    ]
+    outcomes = lanes.run(jobs, ["4", "7"], deadline=60, logs=tmp_path / "logs")
+    assert [(o.name, o.rc, o.killed) for o in outcomes] == [("a", 0, False), ("b", 0, False), ("c", 3, False)]
+    assert {outcomes[0].gpu, outcomes[1].gpu} == {"4", "7"}
+    assert (tmp_path / "logs" / "c.log").read_text() == f"gpu {outcomes[2].gpu}\n"
+    assert outcomes[2].line().startswith(f"c: rc=3, GPU {outcomes[2].gpu}, from ")
+
+
+def test_lanes_kill_a_job_whole_at_the_deadline_and_start_nothing_after(tmp_path):
+    # the job leaves a child of its own running, as nox leaves the sanitizer and pytest's workers
+    pid = tmp_path / "child.pid"
+    jobs = [("slow", _sh(f"sleep 300 & echo $! > {pid}; wait")), ("late", _sh("echo ran"))]
+    outcomes = lanes.run(jobs, ["0"], deadline=2, logs=tmp_path / "logs")
+    slow, late = outcomes
+    assert slow.killed and slow.rc == -9 and 1.5 < slow.end < 30
+    assert slow.line().startswith("slow: killed at the deadline, GPU 0")
+    assert late.rc is None and late.line() == "late: not started before the deadline"
+    assert not (tmp_path / "logs" / "late.log").exists()
+    child = int(pid.read_text())
+    for _ in range(50):  # the child is gone (or a zombie reaped by init)
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        if Path(f"/proc/{child}/stat").read_text().split(") ")[1].startswith("Z"):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the job's child {child} outlived the deadline")
+
+
+def test_lanes_command_line(tmp_path, capsys):
+    logs = str(tmp_path / "logs")
+    assert lanes.main(["--gpus", "0", "--deadline", "30", "--logs", logs, "--job", "ok=true"]) == 0
+    assert capsys.readouterr().out.startswith("ok: rc=0, GPU 0, from ")
+    assert (
+        lanes.main(
+            ["--gpus", "0,1", "--deadline", "30", "--logs", logs, "--job", "ok=true", "--job", "no=false"]
+        )
+        == 1
+    )
+    for bad in ("=true", "name", "two words=true", "x="):
+        with pytest.raises(ValueError, match="--job needs NAME=COMMAND"):
+            lanes.parse_job(bad)
+    with pytest.raises(ValueError, match="job names must differ"):
+        lanes.run([("a", ["true"]), ("a", ["true"])], ["0"], 30, tmp_path / "logs")
