@@ -327,7 +327,16 @@ def sanitize(session: nox.Session) -> None:
     if not Path(binary).exists():
         session.error("compute-sanitizer not found (PATH or $CUDA_HOME/bin)")
     _prepare_cuda_session(session, wheels)
-    env = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", **_spread_env()}
+    # The legacy fixtures built once, outside the sanitizer (ci/sanitizer.py,
+    # prebuild_command): into $KERNFORGE_TEST_BUILDS when given (sessions side
+    # by side on one host share it; tests/conftest.py's lock has one build
+    # each fixture), else into a folder of this session, emptied first.
+    builds = os.environ.get("KERNFORGE_TEST_BUILDS")
+    if not builds:
+        builds = str(Path(session.create_tmp()) / "test-builds")
+        shutil.rmtree(builds, ignore_errors=True)
+    env = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "KERNFORGE_TEST_BUILDS": builds, **_spread_env()}
+    session.run(*sanitizer.prebuild_command(pytest_args), env=env, success_codes=[0, 5])
 
     def run(command: list[str], out) -> None:
         session.run(

@@ -49,6 +49,8 @@ if [ "${SANITIZE:-0}" = 1 ] && [ -n "${SANITIZE_JOBS:-}" ]; then
     lanes+=(--job "$name=python3 -m nox --envdir /tmp/nox-sanitize-$name -s sanitize -- ${TEST_WHEELS:+--wheels $TEST_WHEELS} --logs $LOGDIR/sanitize-$name ${part#*=}")
   done
   gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd, -)
+  # one build of the legacy test fixtures for all the runs (noxfile.py, sanitize)
+  export KERNFORGE_TEST_BUILDS=${KERNFORGE_TEST_BUILDS:-$(mktemp -d)}
   python3 ci/lanes.py --gpus "$gpus" --deadline "${SANITIZE_DEADLINE:-540}" --logs "$LOGDIR/lanes" "${lanes[@]}" 2>&1 | tee "$LOGDIR/sanitize.log"
   sanitize_rc=${PIPESTATUS[0]}
   grep -hE "(memcheck|racecheck|initcheck|synccheck): " "$LOGDIR"/lanes/*.log >> "$LOGDIR/sanitize.log"

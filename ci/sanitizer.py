@@ -45,6 +45,24 @@ RACECHECK_LEAVES_OUT = "long_for_racecheck"
 # other tools run them.
 INITCHECK_BLIND = "lltm and float16"  # -k substring: float16 covers bfloat16
 
+# The legacy tests' ffi fixtures compile (gcc and nvcc; my_lib's and gather's
+# build.py in a Python process of its own, which starts CUDA) once before any
+# tool runs, without the sanitizer, into $KERNFORGE_TEST_BUILDS, where the
+# tools' runs find them built (tests/conftest.py, build_folder). Under the
+# sanitizer those builds ran in the tools' time: with 14 workers a tool on one
+# H200, gather's fixture took about 280 s and my_lib's held its worker's
+# tests past a 10-minute call, the only tests memcheck, synccheck and
+# initcheck had left (2026-11-26).
+LEGACY_TESTS = "tests/legacy"
+
+
+def prebuild_command(pytest_args: list[str]) -> list[str]:
+    """The run that builds the fixtures: the legacy tests of the selection,
+    without the sanitizer, so that they also pass once as plain tests first
+    (pytest's exit code 5 when `pytest_args` select none of them)."""
+    return [*PYTEST[:3], LEGACY_TESTS, *PYTEST[4:], "-m", MARKS, *pytest_args]
+
+
 CLEAN = {
     "memcheck": "ERROR SUMMARY: 0 errors",
     "initcheck": "ERROR SUMMARY: 0 errors",

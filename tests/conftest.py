@@ -112,9 +112,17 @@ def close(actual: torch.Tensor, expected: torch.Tensor, **kw) -> None:
     torch.testing.assert_close(actual, expected, **kw)
 
 
-def run_folder(tmp_path_factory) -> Path:
-    """This test run's temporary folder, the same for all its pytest-xdist
-    workers (each worker's own is <run>/popen-gwN)."""
+def build_folder(tmp_path_factory) -> Path:
+    """Where the legacy tests build their fixtures: $KERNFORGE_TEST_BUILDS
+    when set, kept across test runs (`nox -s sanitize` builds them there
+    before the sanitizer runs the same tests; a fixture whose sources
+    changed needs the folder emptied), else this run's temporary folder, the
+    same for all its pytest-xdist workers (each worker's own is
+    <run>/popen-gwN)."""
+    if os.environ.get("KERNFORGE_TEST_BUILDS"):
+        folder = Path(os.environ["KERNFORGE_TEST_BUILDS"])
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 

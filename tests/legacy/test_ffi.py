@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import built_once, random, run_folder
+from conftest import build_folder, built_once, random
 from kernforge_legacy import ffi
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -41,10 +41,10 @@ def _load(package: Path, alias: str):
 
 @pytest.fixture(scope="session")
 def workdir(tmp_path_factory):
-    """A scratch folder of the run, which its pytest-xdist workers share (each
-    fixture below builds into it once: built_once); the build cache inside
-    it, for this process and the build scripts it runs."""
-    root = run_folder(tmp_path_factory) / "legacy"
+    """A scratch folder which the run's pytest-xdist workers share (each
+    fixture below builds into it once: built_once; see build_folder); the
+    build cache inside it, for this process and the build scripts it runs."""
+    root = build_folder(tmp_path_factory) / "legacy"
     root.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))

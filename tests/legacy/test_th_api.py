@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import built_once, close, run_folder
+from conftest import build_folder, built_once, close
 from kernforge_legacy import ffi
 
 FIXTURE = Path(__file__).parent / "fixtures" / "th_api" / "src"
@@ -24,7 +24,7 @@ DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.sani
 
 @pytest.fixture(scope="module")
 def th(tmp_path_factory):
-    with built_once(run_folder(tmp_path_factory) / "th_api") as root, pytest.MonkeyPatch.context() as mp:
+    with built_once(build_folder(tmp_path_factory) / "th_api") as root, pytest.MonkeyPatch.context() as mp:
         mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
         ext = ffi.create_extension(
             "th_api",
@@ -622,7 +622,7 @@ def test_check_gpu_sees_a_tensor_on_another_device(th):
 @pytest.fixture(scope="module")
 def conv(tmp_path_factory):
     src = Path(__file__).parent / "fixtures" / "conv" / "src"
-    with built_once(run_folder(tmp_path_factory) / "conv") as root, pytest.MonkeyPatch.context() as mp:
+    with built_once(build_folder(tmp_path_factory) / "conv") as root, pytest.MonkeyPatch.context() as mp:
         mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
         ext = ffi.create_extension(
             "conv",

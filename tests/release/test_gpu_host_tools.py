@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import gpu_order_for_worker
+from conftest import build_folder, gpu_order_for_worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ci"))
 import lanes
@@ -186,6 +186,33 @@ def test_racecheck_takes_the_three_step_sequences_for_the_long_ones():
     assert long and len(three) == 60
     assert race == every - long
     assert all("[cuda-" in t for t in every)
+
+
+def test_the_legacy_fixtures_build_first_without_the_sanitizer():
+    # the legacy tests of memcheck's selection, run plainly (they build the fixtures)
+    root = Path(__file__).resolve().parents[2]
+    prebuild = sanitizer.prebuild_command(["-n", "4", "-k", "gather or not gather"])
+    assert prebuild[:4] == ["python", "-m", "pytest", "tests/legacy"]
+    assert prebuild[-6:] == ["-m", "cuda and sanitize", "-n", "4", "-k", "gather or not gather"]
+
+    def collected(command):
+        command = [sys.executable, *command[1:], "--collect-only"]  # -q: one line a test
+        listing = subprocess.run(command, cwd=root, capture_output=True, text=True, check=True)
+        return {line for line in listing.stdout.splitlines() if "::" in line}
+
+    legacy = collected(sanitizer.prebuild_command([]))
+    every = collected([*sanitizer.PYTEST, *sanitizer.selection("memcheck", [], root)])
+    assert legacy and legacy == {t for t in every if t.startswith("tests/legacy/")}
+    assert any("test_my_lib_add[cuda]" in t for t in legacy)
+
+
+def test_fixtures_build_where_kernforge_test_builds_says(tmp_path, tmp_path_factory, monkeypatch):
+    monkeypatch.delenv("KERNFORGE_TEST_BUILDS", raising=False)
+    run = build_folder(tmp_path_factory)
+    assert run in tmp_path.parents
+    monkeypatch.setenv("KERNFORGE_TEST_BUILDS", str(tmp_path / "kept" / "builds"))
+    assert build_folder(tmp_path_factory) == tmp_path / "kept" / "builds"
+    assert (tmp_path / "kept" / "builds").is_dir()
 
 
 def test_logs_go_where_the_session_is_told():
