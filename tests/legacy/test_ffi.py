@@ -474,9 +474,10 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
         "int f(THFloatTensor *x);",
         "#include <TH/TH.h>\n"
         "void THFloatTensor_histc(THFloatTensor *, THFloatTensor *, long, float, float);\n"
-        "double THFloatTensor_normall(THFloatTensor *, float);\nint helper_of_mine(int);\n"
+        "void THFloatTensor_cross(THFloatTensor *, THFloatTensor *, THFloatTensor *, int);\n"
+        "int helper_of_mine(int);\n"
         "int f(THFloatTensor *x) {\n  THFloatTensor_histc(x, x, 4, 0.0f, 1.0f);\n"
-        "  return (int)THFloatTensor_normall(x, 2.0f) + helper_of_mine(1);\n}\n",
+        "  THFloatTensor_cross(x, x, x, 0);\n  return helper_of_mine(1);\n}\n",
         verbose=False,
     )
     ext.sources.append(tmp_path / "g.c")
@@ -485,8 +486,8 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
     assert str(info.value) == (
         "building f failed: functions the code calls are defined nowhere\n"
         "TH/THC functions kernforge-legacy does not provide (see its porting guide):\n"
+        "  THFloatTensor_cross  (called in f.c)\n"
         "  THFloatTensor_histc  (called in f.c, g.c)\n"
-        "  THFloatTensor_normall  (called in f.c)\n"
         "other functions, in no source or library of the build:\n"
         "  helper_of_mine  (called in f.c)"
     )

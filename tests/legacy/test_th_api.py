@@ -7,6 +7,7 @@ and, on a GPU, on THC's CUDA types, with THC's own functions besides."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import re
 from pathlib import Path
@@ -710,10 +711,13 @@ def test_coverage_table_reads_the_headers():
                  "THCState_getCurrentBlasHandle", "THCState_getCurrentDeviceProperties",
                  "THLongStorage_newWithSize4", "THCudaTensor_resize", "THFloatTensor_newSizeOf",
                  "THCudaStorage_get", "THFloatTensor_addcmul", "THCudaTensor_indexSelect",
-                 "THDoubleTensor_ltValue", "THCudaLongTensor_max", "THFloatTensor_sigmoid"):  # fmt: skip
+                 "THDoubleTensor_ltValue", "THCudaLongTensor_max", "THFloatTensor_sigmoid",
+                 "THFloatTensor_renorm", "THCudaTensor_topk", "THIntTensor_range",
+                 "THCudaLongTensor_nonzero"):  # fmt: skip
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
-    for name in ("THFloatTensor_renorm", "THIntTensor_cpow", "THFloatTensor_conv2Dmv", "THCudaTensor_topk"):
+    missing = ("THFloatTensor_histc", "THIntTensor_cpow", "THFloatTensor_conv2Dmv", "THCudaTensor_uniform")
+    for name in missing:
         assert how[name] is None, name
     page = _pages().render_th_coverage()
     provided = sum(h is not None for _, _, h in rows)
@@ -968,3 +972,107 @@ def test_trace_and_equal(th, device):
     b = a.clone()
     b[2, 3] += 1e-9
     assert op(a, b, 1) == 0 and op(a, a[:4], 1) == 0
+
+
+ORDER = {  # which -> torch's (values, indices) along dim
+    0: lambda t, d: torch.sort(t, d),
+    1: lambda t, d: torch.sort(t, d, descending=True),
+    2: lambda t, d: torch.topk(t, 2, d),
+    3: lambda t, d: torch.topk(t, 2, d, largest=False),
+    4: lambda t, d: torch.kthvalue(t, 2, d),
+    5: lambda t, d: torch.median(t, d, keepdim=True),
+    6: lambda t, d: torch.mode(t, d),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("which", ORDER)
+def test_orderings_match_torch(th, which, device):
+    t = _rand(5, 7, 4, seed=80, device=device).permute(2, 0, 1)  # [4, 5, 7], strided, no ties
+    if which == 6:  # mode: values that repeat
+        t = torch.round(t * 1.5)
+    r = torch.full((3,), float("nan"), dtype=torch.float64, device=device)
+    indices = torch.full((3,), -1, dtype=torch.int64, device=device)
+    assert _fn(th, "order_op", device)(r, indices, t, 2, which) == 1
+    expected = ORDER[which](t, 2)
+    assert torch.equal(r, expected.values)
+    if which == 6:  # which of the repeats is reported is torch's choice
+        assert torch.equal(t.gather(2, indices.unsqueeze(2)).squeeze(2), r)
+    else:
+        assert torch.equal(indices, expected.indices)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nonzero_and_masked_select(th, device):
+    t = torch.round(_rand(4, 6, seed=81, device=device)).t()  # [6, 4], strided, zeros among the values
+    mask = (torch.rand(6, 4, generator=torch.Generator().manual_seed(82)) < 0.5).to(torch.uint8).to(device)
+    subscript = torch.full((1,), -1, dtype=torch.int64, device=device)
+    r = torch.full((2,), float("nan"), dtype=torch.float64, device=device)
+    expected = torch.nonzero(t)
+    assert 0 < expected.shape[0] < t.numel()
+    assert _fn(th, "select_op", device)(subscript, r, t, mask) == expected.numel()
+    assert torch.equal(subscript, expected)
+    assert torch.equal(r, t[mask.bool()])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.5, math.inf])
+def test_norms_match_torch(th, p, device):
+    t = torch.round(_rand(4, 5, 6, seed=83, device=device) * 2) / 2  # zeros among the values, for p = 0
+    assert 0 < int((t == 0).sum()) < t.numel()
+    b = _rand(20, 6, seed=84, device=device).t()  # as many elements, another shape, strided
+    r = torch.full((2,), float("nan"), dtype=torch.float64, device=device)
+    op, whole = _fn(th, "norm_op", device), _fn(th, "norm_all_op", device)
+    assert op(r, t, p, 1, 0) == 1
+    close(r, torch.linalg.vector_norm(t, p, dim=1, keepdim=True), rtol=1e-12, atol=1e-12)
+    longs = torch.zeros(1, dtype=torch.int64, device=device)
+    assert whole(t, b, longs, p, 0) == pytest.approx(torch.linalg.vector_norm(t, p).item(), rel=1e-12)
+    distance = torch.linalg.vector_norm(t.flatten() - b.flatten(), p).item()  # each in its own order
+    assert whole(t, b, longs, p, 1) == pytest.approx(distance, rel=1e-12)
+    if p > 0:
+        assert op(r, t, p, 1, 1) == 1
+        expected = torch.renorm(t, p, 1, 1.5)
+        assert not torch.equal(expected, t)  # some slices scaled
+        close(r, expected, rtol=1e-12, atol=1e-12)
+    else:
+        name = "THCudaDoubleTensor_renorm" if device == "cuda" else "THDoubleTensor_renorm"
+        with pytest.raises(RuntimeError, match=rf"{name}: the norm's p must be positive"):
+            op(r, t, p, 1, 1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_renorm_needs_two_dimensions_and_medians_take_the_lower(th, device):
+    r = torch.full((2,), float("nan"), dtype=torch.float64, device=device)
+    with pytest.raises(RuntimeError, match="_renorm: needs a tensor of 2 dimensions or more, got 1"):
+        _fn(th, "norm_op", device)(r, _rand(5, device=device), 2.0, 0, 1)
+    t = _rand(6, 4, seed=85, device=device)  # an even count: the lower of the middle two
+    longs = torch.randint(-100, 100, (10,), generator=torch.Generator().manual_seed(86)).to(device)
+    whole = _fn(th, "norm_all_op", device)
+    assert whole(t, t, longs, 2.0, 2) == torch.median(t).item() == torch.sort(t.flatten()).values[11].item()
+    assert whole(t, t, longs, 2.0, 3) == torch.median(longs).item()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sequences_match_torch(th, device):
+    r = torch.full((2,), float("nan"), dtype=torch.float64, device=device)
+    longs = torch.full((2,), -1, dtype=torch.int64, device=device)
+    op = _fn(th, "sequence_op", device)
+    f64 = {"dtype": torch.float64, "device": device}
+    assert op(r, longs, 1.0, 2.0, 0.25, 0) == 5  # range: the end included
+    close(r, torch.arange(1.0, 2.25, 0.25, **f64), rtol=0, atol=0)
+    assert op(r, longs, 1.0, 2.0, 0.25, 1) == 4  # arange: left out
+    close(r, torch.arange(1.0, 2.0, 0.25, **f64), rtol=0, atol=0)
+    assert op(r, longs, 3.0, -1.0, -0.5, 0) == 9
+    close(r, torch.arange(3.0, -1.25, -0.5, **f64), rtol=0, atol=0)
+    assert op(r, longs, -1.0, 2.0, 7, 2) == 7
+    close(r, torch.linspace(-1.0, 2.0, 7, **f64), rtol=1e-15, atol=1e-15)
+    assert op(r, longs, -1.0, 2.0, 4, 3) == 4
+    close(r, torch.logspace(-1.0, 2.0, 4, **f64), rtol=1e-14, atol=0)
+    assert op(r, longs, 10, 1, -3, 4) == 4
+    assert torch.equal(longs, torch.tensor([10, 7, 4, 1], device=device))
+    assert op(r, longs, 0, 10, 3, 5) == 4
+    assert torch.equal(longs, torch.tensor([0, 3, 6, 9], device=device))
+    with pytest.raises(RuntimeError, match="DoubleTensor_range: upper bound and larger bound inconsistent"):
+        op(r, longs, 0.0, 1.0, -1.0, 0)
+    with pytest.raises(RuntimeError, match="DoubleTensor_arange: step must be nonzero"):
+        op(r, longs, 0.0, 1.0, 0.0, 1)

@@ -932,13 +932,13 @@ void joined(const void* r, const void* const* inputs, int n, int dimension, cons
   into(r, "aten::cat", "", fn, parts, static_cast<int64_t>(dimension));
 }
 
-// values and indices := aten::max.dim / aten::min.dim (name) over dimension
-void extremes(const char* name, const void* values, const void* indices, const void* t,
-              int dimension, int keepdim, const char* fn) {
-  std::vector<StableIValue> stack = {torch::stable::detail::from(borrow(t)),
-                                     torch::stable::detail::from(static_cast<int64_t>(dimension)),
-                                     torch::stable::detail::from(keepdim != 0)};
-  check(torch_call_dispatcher(name, "dim", stack.data(), TORCH_ABI_VERSION), fn);
+// values and indices := the two results of aten::<name>.<overload>(args...):
+// TH's max, min, sort, topk, kthvalue, median and mode
+template <class... A>
+void pair_into(const void* values, const void* indices, const char* name, const char* overload,
+               const char* fn, const A&... args) {
+  std::vector<StableIValue> stack = {torch::stable::detail::from(args)...};
+  check(torch_call_dispatcher(name, overload, stack.data(), TORCH_ABI_VERSION), fn);
   const Tensor v = torch::stable::detail::to<Tensor>(stack[0]);
   const Tensor i = torch::stable::detail::to<Tensor>(stack[1]);
   assign(values, v, fn);
@@ -954,6 +954,99 @@ std::optional<std::vector<int64_t>> dims(int dimension) {
 Tensor round_half_away(const Tensor& t, const char* fn) {
   const Tensor half = aten("aten::copysign", "Tensor", fn, scalar_like(t, 0.5), t);
   return aten("aten::trunc", "", fn, torch::stable::subtract(t, half, -1.0));
+}
+
+// TH's p-norm of t over the dimensions `over` (all of them when empty), each
+// kept as size 1 where keepdim: p = 0 counts the nonzero elements, p = inf
+// is the largest |t|. torch's norms take p as a Scalar, which the stable
+// ABI's dispatcher calls do not carry: this is the same sum of powers.
+Tensor p_norm(const Tensor& t, double p, const std::vector<int64_t>& over, bool keepdim,
+              const char* fn) {
+  const Tensor a = aten("aten::abs", "", fn, t);
+  if (std::isinf(p)) return aten("aten::amax", "", fn, a, over, keepdim);
+  const std::optional<std::vector<int64_t>> dims =
+      over.empty() ? std::nullopt : std::optional<std::vector<int64_t>>(over);
+  const auto sum = [&](const Tensor& x) {
+    return aten("aten::sum", "dim_IntList", fn, x, dims, keepdim, std::nullopt);
+  };
+  if (p == 0) {
+    const Tensor nonzero = aten("aten::ne", "Tensor", fn, a, scalar_like(a, 0.0));
+    return sum(torch::stable::to(nonzero, t.scalar_type()));
+  }
+  if (p == 1) return sum(a);
+  const Tensor powers = aten("aten::pow", "Tensor_Tensor", fn, a, scalar_like(a, p));
+  return aten("aten::pow", "Tensor_Tensor", fn, sum(powers), scalar_like(a, 1.0 / p));
+}
+
+// t scaled, slice by slice along dim, to a p-norm of at most maxnorm (TH's renorm)
+Tensor renormed(const Tensor& t, double p, int dim, double maxnorm, const char* fn) {
+  const int64_t n = t.dim();
+  if (n < 2)
+    throw std::runtime_error(std::string(fn) + ": needs a tensor of 2 dimensions or more, got " +
+                             std::to_string(n));
+  if (dim < 0 || dim >= n)
+    throw std::runtime_error(std::string(fn) + ": dimension " + std::to_string(dim) +
+                             " out of range for a " + std::to_string(n) + "-D tensor");
+  if (!(p > 0)) throw std::runtime_error(std::string(fn) + ": the norm's p must be positive");
+  std::vector<int64_t> others;
+  for (int64_t d = 0; d < n; ++d)
+    if (d != dim) others.push_back(d);
+  const Tensor norms = p_norm(t, p, others, true, fn);
+  const Tensor scale = aten("aten::div", "Tensor", fn, scalar_like(norms, maxnorm),
+                            add_scaled(norms, scalar_like(norms, 1e-7), 1.0, fn));
+  const Tensor over = aten("aten::gt", "Tensor", fn, norms, scalar_like(norms, maxnorm));
+  const Tensor factor = aten("aten::where", "self", fn, over, scale, scalar_like(norms, 1.0));
+  return aten("aten::mul", "Tensor", fn, t, factor);
+}
+
+// start + i * step for i = 0 .. n - 1, in double on like's device (exact for
+// the integers of TH's integer ranges up to 2^53)
+Tensor stepped(const Tensor& like, int64_t n, double start, double step, const char* fn) {
+  Tensor ones = torch::stable::new_empty(like, {n}, torch::headeronly::ScalarType::Double);
+  torch::stable::fill_(ones, 1.0);
+  const Tensor index = add_scaled(aten("aten::cumsum", "", fn, ones, int64_t{0}, std::nullopt),
+                                  scalar_like(ones, -1.0), 1.0, fn);  // 0 .. n - 1
+  return add_scaled(aten("aten::mul", "Tensor", fn, index, scalar_like(ones, step)),
+                    scalar_like(ones, start), 1.0, fn);
+}
+
+// TH's range (xmax included: floor((xmax - xmin) / step) + 1 values) and
+// arange (xmax left out: ceil), into r as its type
+template <class Acc>
+void range_into(const void* r, Acc xmin, Acc xmax, Acc step, bool inclusive, const char* fn) {
+  if (step == 0) throw std::runtime_error(std::string(fn) + ": step must be nonzero");
+  if ((step > 0 && xmax < xmin) || (step < 0 && xmax > xmin))
+    throw std::runtime_error(std::string(fn) +
+                             ": upper bound and larger bound inconsistent with step sign");
+  const double steps =
+      (static_cast<double>(xmax) - static_cast<double>(xmin)) / static_cast<double>(step);
+  const int64_t n = inclusive ? static_cast<int64_t>(std::floor(steps)) + 1
+                              : static_cast<int64_t>(std::ceil(steps));
+  const Tensor self = borrow(r);
+  const Tensor values = stepped(self, n, static_cast<double>(xmin), static_cast<double>(step), fn);
+  assign(r, torch::stable::to(values, self.scalar_type()), fn);
+}
+
+// TH's linspace (n values from a to b) and logspace (10 to those powers)
+void spaced_into(const void* r, double a, double b, int64_t n, bool powers_of_ten, const char* fn) {
+  if (n < 0)
+    throw std::runtime_error(std::string(fn) + ": invalid number of points " + std::to_string(n));
+  const Tensor self = borrow(r);
+  Tensor values = stepped(self, n, a, n > 1 ? (b - a) / static_cast<double>(n - 1) : 0.0, fn);
+  if (powers_of_ten)
+    values = aten("aten::pow", "Tensor_Tensor", fn, scalar_like(values, 10.0), values);
+  assign(r, torch::stable::to(values, self.scalar_type()), fn);
+}
+
+// TH's dist: the p-norm of a - b, element by element in each one's order
+double distance(const void* a, const void* b, double p, const char* fn) {
+  if (numel(a) != numel(b))
+    throw std::runtime_error(std::string(fn) + ": the tensors have " + std::to_string(numel(a)) +
+                             " and " + std::to_string(numel(b)) + " elements");
+  const std::vector<int64_t> flat = {-1};
+  const Tensor x = aten("aten::reshape", "", fn, borrow(a), flat);
+  const Tensor y = aten("aten::reshape", "", fn, borrow(b), flat);
+  return item(p_norm(torch::stable::subtract(x, y, 1.0), p, {}, false, fn), fn);
 }
 
 // a mask of TH's bytes as torch's bool
@@ -1574,6 +1667,12 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
   void T##_catArray(__VA_ARGS__ T* r, T** inputs, int n, int dimension) {                          \
     joined(r, reinterpret_cast<const void* const*>(inputs), n, dimension, #T "_catArray");         \
   }                                                                                                \
+  void T##_range(__VA_ARGS__ T* r, accreal xmin, accreal xmax, accreal step) {                     \
+    range_into(r, xmin, xmax, step, true, #T "_range");                                            \
+  }                                                                                                \
+  void T##_arange(__VA_ARGS__ T* r, accreal xmin, accreal xmax, accreal step) {                    \
+    range_into(r, xmin, xmax, step, false, #T "_arange");                                          \
+  }                                                                                                \
   real T##_maxall(__VA_ARGS__ T* t) {                                                              \
     return reduce_all<real>("aten::max", t, #T "_maxall");                                         \
   }                                                                                                \
@@ -1676,6 +1775,27 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
     if (r != t) assign(r, borrow(t), fn);                                                          \
     baddbmm_into(borrow(r), borrow(batch1), borrow(batch2), as_double(beta), as_double(alpha),     \
                  fn);                                                                              \
+  }                                                                                                \
+  void T##_norm(__VA_ARGS__ T* r, T* t, real value, int dimension, int keepdim) {                  \
+    const char* fn = #T "_norm";                                                                   \
+    assign(r, p_norm(borrow(t), as_double(value), {dimension}, keepdim != 0, fn), fn);             \
+  }                                                                                                \
+  double T##_normall(__VA_ARGS__ T* t, real value) {                                               \
+    const char* fn = #T "_normall";                                                                \
+    return item(p_norm(borrow(t), as_double(value), {}, false, fn), fn);                           \
+  }                                                                                                \
+  void T##_renorm(__VA_ARGS__ T* r, T* t, real value, int dimension, real maxnorm) {               \
+    const char* fn = #T "_renorm";                                                                 \
+    assign(r, renormed(borrow(t), as_double(value), dimension, as_double(maxnorm), fn), fn);       \
+  }                                                                                                \
+  double T##_dist(__VA_ARGS__ T* a, T* b, real value) {                                            \
+    return distance(a, b, as_double(value), #T "_dist");                                           \
+  }                                                                                                \
+  void T##_linspace(__VA_ARGS__ T* r, real a, real b, int64_t n) {                                 \
+    spaced_into(r, as_double(a), as_double(b), n, false, #T "_linspace");                          \
+  }                                                                                                \
+  void T##_logspace(__VA_ARGS__ T* r, real a, real b, int64_t n) {                                 \
+    spaced_into(r, as_double(a), as_double(b), n, true, #T "_logspace");                           \
   }
 #define KFL_DEFINE_UNARY(name, T, ...)                    \
   void T##_##name(__VA_ARGS__ T* r, T* t) {               \
@@ -1685,10 +1805,12 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
 // of every type (TH_TENSOR_INDEX_API)
 #define KFL_DEFINE_INDEX_API(T, L, B, real, ...)                                                   \
   void T##_max(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim) {              \
-    extremes("aten::max", values, indices, t, dimension, keepdim, #T "_max");                      \
+    pair_into(values, indices, "aten::max", "dim", #T "_max", borrow(t),                           \
+              static_cast<int64_t>(dimension), keepdim != 0);                                      \
   }                                                                                                \
   void T##_min(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim) {              \
-    extremes("aten::min", values, indices, t, dimension, keepdim, #T "_min");                      \
+    pair_into(values, indices, "aten::min", "dim", #T "_min", borrow(t),                           \
+              static_cast<int64_t>(dimension), keepdim != 0);                                      \
   }                                                                                                \
   void T##_indexSelect(__VA_ARGS__ T* r, T* src, int dim, L* index) {                              \
     into(r, "aten::index_select", "", #T "_indexSelect", borrow(src), static_cast<int64_t>(dim),   \
@@ -1732,6 +1854,36 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
   }                                                                                                \
   void T##_maskedCopy(__VA_ARGS__ T* t, B* mask, T* src) {                                         \
     aten("aten::masked_scatter_", "", #T "_maskedCopy", borrow(t), as_bool(mask), borrow(src));    \
+  }                                                                                                \
+  void T##_maskedSelect(__VA_ARGS__ T* r, T* src, B* mask) {                                       \
+    into(r, "aten::masked_select", "", #T "_maskedSelect", borrow(src), as_bool(mask));            \
+  }                                                                                                \
+  void T##_nonzero(__VA_ARGS__ L* subscript, T* t) {                                               \
+    into(subscript, "aten::nonzero", "", #T "_nonzero", borrow(t));                                \
+  }                                                                                                \
+  void T##_sort(__VA_ARGS__ T* rt, L* ri, T* t, int dimension, int descendingOrder) {              \
+    pair_into(rt, ri, "aten::sort", "", #T "_sort", borrow(t), static_cast<int64_t>(dimension),    \
+              descendingOrder != 0);                                                               \
+  }                                                                                                \
+  void T##_topk(__VA_ARGS__ T* rt, L* ri, T* t, int64_t k, int dim, int dir, int sorted) {         \
+    pair_into(rt, ri, "aten::topk", "", #T "_topk", borrow(t), k, static_cast<int64_t>(dim),       \
+              dir != 0, sorted != 0);                                                              \
+  }                                                                                                \
+  void T##_kthvalue(__VA_ARGS__ T* values, L* indices, T* t, int64_t k, int dimension,             \
+                    int keepdim) {                                                                 \
+    pair_into(values, indices, "aten::kthvalue", "", #T "_kthvalue", borrow(t), k,                 \
+              static_cast<int64_t>(dimension), keepdim != 0);                                      \
+  }                                                                                                \
+  void T##_median(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim) {           \
+    pair_into(values, indices, "aten::median", "dim", #T "_median", borrow(t),                     \
+              static_cast<int64_t>(dimension), keepdim != 0);                                      \
+  }                                                                                                \
+  void T##_mode(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim) {             \
+    pair_into(values, indices, "aten::mode", "", #T "_mode", borrow(t),                            \
+              static_cast<int64_t>(dimension), keepdim != 0);                                      \
+  }                                                                                                \
+  real T##_medianall(__VA_ARGS__ T* t) {                                                           \
+    return reduce_all<real>("aten::median", t, #T "_medianall");                                   \
   }                                                                                                \
   TH_COMPARISON_NAMES(KFL_DEFINE_COMPARISON, T, B, real, __VA_ARGS__)
 #define KFL_DEFINE_COMPARISON(op, T, B, real, ...)                                       \

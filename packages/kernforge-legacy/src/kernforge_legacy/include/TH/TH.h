@@ -356,52 +356,63 @@ TH_API THDescBuff THLongStorage_sizeDesc(const struct THLongStorage* size);
 /* TH's math of every handle type T (accreal, what sums return: int64_t for
  * the integer types, double for the floating ones). r is resized to the
  * result's shape, as TH did; r may be one of the inputs. Integer division
- * truncates, as C's. */
-#define TH_TENSOR_ARITH_API(T, real, accreal, ...)                        \
-  void T##_add(__VA_ARGS__ T* r, T* t, real value);                       \
-  void T##_mul(__VA_ARGS__ T* r, T* t, real value);                       \
-  void T##_div(__VA_ARGS__ T* r, T* t, real value);                       \
-  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src);              \
-  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src);              \
-  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src);                          \
-  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src);                          \
-  void T##_abs(__VA_ARGS__ T* r, T* t);                                   \
-  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value); \
-  accreal T##_sumall(__VA_ARGS__ T* t);                                   \
-  accreal T##_prodall(__VA_ARGS__ T* t);                                  \
-  real T##_maxall(__VA_ARGS__ T* t);                                      \
-  real T##_minall(__VA_ARGS__ T* t);                                      \
-  void T##_sub(__VA_ARGS__ T* r, T* t, real value);                       \
-  void T##_neg(__VA_ARGS__ T* r, T* t);                                   \
-  void T##_sign(__VA_ARGS__ T* r, T* t);                                  \
-  void T##_fmod(__VA_ARGS__ T* r, T* t, real value);                      \
-  void T##_remainder(__VA_ARGS__ T* r, T* t, real value);                 \
-  void T##_cfmod(__VA_ARGS__ T* r, T* t, T* src);                         \
-  void T##_cremainder(__VA_ARGS__ T* r, T* t, T* src);                    \
-  void T##_cmax(__VA_ARGS__ T* r, T* t, T* src);                          \
-  void T##_cmin(__VA_ARGS__ T* r, T* t, T* src);                          \
-  void T##_cmaxValue(__VA_ARGS__ T* r, T* t, real value);                 \
-  void T##_cminValue(__VA_ARGS__ T* r, T* t, real value);                 \
-  void T##_sum(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);       \
-  void T##_prod(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);      \
-  void T##_cumsum(__VA_ARGS__ T* r, T* t, int dimension);                 \
-  void T##_cumprod(__VA_ARGS__ T* r, T* t, int dimension);                \
-  ptrdiff_t T##_numel(__VA_ARGS__ T* t);                                  \
-  void T##_zeros(__VA_ARGS__ T* r, struct THLongStorage* size);           \
-  void T##_ones(__VA_ARGS__ T* r, struct THLongStorage* size);            \
-  void T##_zerosLike(__VA_ARGS__ T* r, T* input);                         \
-  void T##_onesLike(__VA_ARGS__ T* r, T* input);                          \
-  void T##_eye(__VA_ARGS__ T* r, int64_t n, int64_t m);                   \
-  void T##_diag(__VA_ARGS__ T* r, T* t, int k);                           \
-  void T##_tril(__VA_ARGS__ T* r, T* t, int64_t k);                       \
-  void T##_triu(__VA_ARGS__ T* r, T* t, int64_t k);                       \
-  accreal T##_trace(__VA_ARGS__ T* t);                                    \
-  int T##_equal(__VA_ARGS__ T* ta, T* tb);                                \
-  void T##_cat(__VA_ARGS__ T* r, T* ta, T* tb, int dimension);            \
-  void T##_catArray(__VA_ARGS__ T* r, T** inputs, int numInputs, int dimension);
+ * truncates, as C's. range(r, xmin, xmax, step) is xmin, xmin + step, ... up
+ * to xmax included, arange the same with xmax left out, each value
+ * computed in accreal. */
+#define TH_TENSOR_ARITH_API(T, real, accreal, ...)                               \
+  void T##_add(__VA_ARGS__ T* r, T* t, real value);                              \
+  void T##_mul(__VA_ARGS__ T* r, T* t, real value);                              \
+  void T##_div(__VA_ARGS__ T* r, T* t, real value);                              \
+  void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src);                     \
+  void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src);                     \
+  void T##_cmul(__VA_ARGS__ T* r, T* t, T* src);                                 \
+  void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src);                                 \
+  void T##_abs(__VA_ARGS__ T* r, T* t);                                          \
+  void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value);        \
+  accreal T##_sumall(__VA_ARGS__ T* t);                                          \
+  accreal T##_prodall(__VA_ARGS__ T* t);                                         \
+  real T##_maxall(__VA_ARGS__ T* t);                                             \
+  real T##_minall(__VA_ARGS__ T* t);                                             \
+  void T##_sub(__VA_ARGS__ T* r, T* t, real value);                              \
+  void T##_neg(__VA_ARGS__ T* r, T* t);                                          \
+  void T##_sign(__VA_ARGS__ T* r, T* t);                                         \
+  void T##_fmod(__VA_ARGS__ T* r, T* t, real value);                             \
+  void T##_remainder(__VA_ARGS__ T* r, T* t, real value);                        \
+  void T##_cfmod(__VA_ARGS__ T* r, T* t, T* src);                                \
+  void T##_cremainder(__VA_ARGS__ T* r, T* t, T* src);                           \
+  void T##_cmax(__VA_ARGS__ T* r, T* t, T* src);                                 \
+  void T##_cmin(__VA_ARGS__ T* r, T* t, T* src);                                 \
+  void T##_cmaxValue(__VA_ARGS__ T* r, T* t, real value);                        \
+  void T##_cminValue(__VA_ARGS__ T* r, T* t, real value);                        \
+  void T##_sum(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);              \
+  void T##_prod(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);             \
+  void T##_cumsum(__VA_ARGS__ T* r, T* t, int dimension);                        \
+  void T##_cumprod(__VA_ARGS__ T* r, T* t, int dimension);                       \
+  ptrdiff_t T##_numel(__VA_ARGS__ T* t);                                         \
+  void T##_zeros(__VA_ARGS__ T* r, struct THLongStorage* size);                  \
+  void T##_ones(__VA_ARGS__ T* r, struct THLongStorage* size);                   \
+  void T##_zerosLike(__VA_ARGS__ T* r, T* input);                                \
+  void T##_onesLike(__VA_ARGS__ T* r, T* input);                                 \
+  void T##_eye(__VA_ARGS__ T* r, int64_t n, int64_t m);                          \
+  void T##_diag(__VA_ARGS__ T* r, T* t, int k);                                  \
+  void T##_tril(__VA_ARGS__ T* r, T* t, int64_t k);                              \
+  void T##_triu(__VA_ARGS__ T* r, T* t, int64_t k);                              \
+  accreal T##_trace(__VA_ARGS__ T* t);                                           \
+  int T##_equal(__VA_ARGS__ T* ta, T* tb);                                       \
+  void T##_cat(__VA_ARGS__ T* r, T* ta, T* tb, int dimension);                   \
+  void T##_catArray(__VA_ARGS__ T* r, T** inputs, int numInputs, int dimension); \
+  void T##_range(__VA_ARGS__ T* r, accreal xmin, accreal xmax, accreal step);    \
+  void T##_arange(__VA_ARGS__ T* r, accreal xmin, accreal xmax, accreal step);
 /* and of the floating types only: round as C's round (halves away from
  * zero), cinv 1 / t, tpow value ^ t, biased (std, var) divides by n; the
- * unary functions of TH_FLOAT_UNARY_NAMES are torch's of the same name */
+ * unary functions of TH_FLOAT_UNARY_NAMES are torch's of the same name.
+ * norm(r, t, p, dim, keepdim) is the p-norm of each slice along dim (p = 0
+ * counts the nonzero elements, p = INFINITY takes the largest |t|), normall
+ * of the whole tensor, dist(a, b, p) the p-norm of a - b (the same number of
+ * elements, each in its order); renorm(r, t, p, dim, maxnorm) scales each
+ * slice t[..., i, ...] along dim whose p-norm exceeds maxnorm by
+ * maxnorm / (norm + 1e-7), as TH did (t of 2 dimensions or more, p > 0);
+ * linspace(r, a, b, n) is n values from a to b, logspace their powers of 10. */
 #define TH_FLOAT_UNARY_NAMES(X, ...) \
   X(sigmoid, __VA_ARGS__)            \
   X(log, __VA_ARGS__)                \
@@ -424,49 +435,69 @@ TH_API THDescBuff THLongStorage_sizeDesc(const struct THLongStorage* size);
   X(trunc, __VA_ARGS__)              \
   X(frac, __VA_ARGS__)
 #define TH_UNARY(name, T, ...) void T##_##name(__VA_ARGS__ T* r, T* t);
-#define TH_TENSOR_FLOAT_MATH_API(T, real, ...)                                          \
-  void T##_exp(__VA_ARGS__ T* r, T* t);                                                 \
-  void T##_sqrt(__VA_ARGS__ T* r, T* t);                                                \
-  double T##_dot(__VA_ARGS__ T* t, T* src);                                             \
-  void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2);      \
-  void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec);        \
-  TH_FLOAT_UNARY_NAMES(TH_UNARY, T, __VA_ARGS__)                                        \
-  void T##_round(__VA_ARGS__ T* r, T* t);                                               \
-  void T##_cinv(__VA_ARGS__ T* r, T* t);                                                \
-  void T##_atan2(__VA_ARGS__ T* r, T* tx, T* ty);                                       \
-  void T##_pow(__VA_ARGS__ T* r, T* t, real value);                                     \
-  void T##_tpow(__VA_ARGS__ T* r, real value, T* t);                                    \
-  void T##_cpow(__VA_ARGS__ T* r, T* t, T* src);                                        \
-  void T##_lerp(__VA_ARGS__ T* r, T* a, T* b, real weight);                             \
-  void T##_addcmul(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);               \
-  void T##_addcdiv(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);               \
-  void T##_mean(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);                    \
-  void T##_std(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim);         \
-  void T##_var(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim);         \
-  double T##_meanall(__VA_ARGS__ T* t);                                                 \
-  double T##_varall(__VA_ARGS__ T* t, int biased);                                      \
-  double T##_stdall(__VA_ARGS__ T* t, int biased);                                      \
-  void T##_addr(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* vec1, T* vec2);       \
-  void T##_addbmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* batch1, T* batch2); \
-  void T##_baddbmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* batch1, T* batch2);
+#define TH_TENSOR_FLOAT_MATH_API(T, real, ...)                                           \
+  void T##_exp(__VA_ARGS__ T* r, T* t);                                                  \
+  void T##_sqrt(__VA_ARGS__ T* r, T* t);                                                 \
+  double T##_dot(__VA_ARGS__ T* t, T* src);                                              \
+  void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2);       \
+  void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec);         \
+  TH_FLOAT_UNARY_NAMES(TH_UNARY, T, __VA_ARGS__)                                         \
+  void T##_round(__VA_ARGS__ T* r, T* t);                                                \
+  void T##_cinv(__VA_ARGS__ T* r, T* t);                                                 \
+  void T##_atan2(__VA_ARGS__ T* r, T* tx, T* ty);                                        \
+  void T##_pow(__VA_ARGS__ T* r, T* t, real value);                                      \
+  void T##_tpow(__VA_ARGS__ T* r, real value, T* t);                                     \
+  void T##_cpow(__VA_ARGS__ T* r, T* t, T* src);                                         \
+  void T##_lerp(__VA_ARGS__ T* r, T* a, T* b, real weight);                              \
+  void T##_addcmul(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);                \
+  void T##_addcdiv(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);                \
+  void T##_mean(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);                     \
+  void T##_std(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim);          \
+  void T##_var(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim);          \
+  double T##_meanall(__VA_ARGS__ T* t);                                                  \
+  double T##_varall(__VA_ARGS__ T* t, int biased);                                       \
+  double T##_stdall(__VA_ARGS__ T* t, int biased);                                       \
+  void T##_addr(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* vec1, T* vec2);        \
+  void T##_addbmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* batch1, T* batch2);  \
+  void T##_baddbmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* batch1, T* batch2); \
+  void T##_norm(__VA_ARGS__ T* r, T* t, real value, int dimension, int keepdim);         \
+  double T##_normall(__VA_ARGS__ T* t, real value);                                      \
+  void T##_renorm(__VA_ARGS__ T* r, T* t, real value, int dimension, real maxnorm);      \
+  double T##_dist(__VA_ARGS__ T* a, T* b, real value);                                   \
+  void T##_linspace(__VA_ARGS__ T* r, real a, real b, int64_t n);                        \
+  void T##_logspace(__VA_ARGS__ T* r, real a, real b, int64_t n);
 
 /* Of every type T, with its index type L (THLongTensor, THCudaLongTensor) and
  * mask type B (THByteTensor, THCudaByteTensor): TH's indices count from 0;
- * values and indices (max, min) are resized as TH did; the _Value and
- * _Tensor comparisons write 1 or 0 into a byte tensor. */
-#define TH_TENSOR_INDEX_API(T, L, B, real, ...)                                      \
-  void T##_max(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim); \
-  void T##_min(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim); \
-  void T##_indexSelect(__VA_ARGS__ T* r, T* src, int dim, L* index);                 \
-  void T##_indexCopy(__VA_ARGS__ T* t, int dim, L* index, T* src);                   \
-  void T##_indexAdd(__VA_ARGS__ T* t, int dim, L* index, T* src);                    \
-  void T##_indexFill(__VA_ARGS__ T* t, int dim, L* index, real value);               \
-  void T##_gather(__VA_ARGS__ T* r, T* src, int dim, L* index);                      \
-  void T##_scatter(__VA_ARGS__ T* t, int dim, L* index, T* src);                     \
-  void T##_scatterAdd(__VA_ARGS__ T* t, int dim, L* index, T* src);                  \
-  void T##_scatterFill(__VA_ARGS__ T* t, int dim, L* index, real value);             \
-  void T##_maskedFill(__VA_ARGS__ T* t, B* mask, real value);                        \
-  void T##_maskedCopy(__VA_ARGS__ T* t, B* mask, T* src);                            \
+ * values and indices (max, min, sort, topk, kthvalue, median, mode) are
+ * resized as TH did; the _Value and _Tensor comparisons write 1 or 0 into a
+ * byte tensor. sort's descendingOrder and topk's dir (1: the k largest) and
+ * sorted are flags; kthvalue's k counts from 1 (the smallest); median and
+ * medianall take the lower of the two middle values; nonzero writes the
+ * indices of the nonzero elements as rows of a [n, dimensions] L;
+ * maskedSelect the elements where mask is 1, in order, as a 1-D r. */
+#define TH_TENSOR_INDEX_API(T, L, B, real, ...)                                           \
+  void T##_max(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim);      \
+  void T##_min(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim);      \
+  void T##_indexSelect(__VA_ARGS__ T* r, T* src, int dim, L* index);                      \
+  void T##_indexCopy(__VA_ARGS__ T* t, int dim, L* index, T* src);                        \
+  void T##_indexAdd(__VA_ARGS__ T* t, int dim, L* index, T* src);                         \
+  void T##_indexFill(__VA_ARGS__ T* t, int dim, L* index, real value);                    \
+  void T##_gather(__VA_ARGS__ T* r, T* src, int dim, L* index);                           \
+  void T##_scatter(__VA_ARGS__ T* t, int dim, L* index, T* src);                          \
+  void T##_scatterAdd(__VA_ARGS__ T* t, int dim, L* index, T* src);                       \
+  void T##_scatterFill(__VA_ARGS__ T* t, int dim, L* index, real value);                  \
+  void T##_maskedFill(__VA_ARGS__ T* t, B* mask, real value);                             \
+  void T##_maskedCopy(__VA_ARGS__ T* t, B* mask, T* src);                                 \
+  void T##_maskedSelect(__VA_ARGS__ T* r, T* src, B* mask);                               \
+  void T##_nonzero(__VA_ARGS__ L* subscript, T* t);                                       \
+  void T##_sort(__VA_ARGS__ T* rt, L* ri, T* t, int dimension, int descendingOrder);      \
+  void T##_topk(__VA_ARGS__ T* rt, L* ri, T* t, int64_t k, int dim, int dir, int sorted); \
+  void T##_kthvalue(__VA_ARGS__ T* values, L* indices, T* t, int64_t k, int dimension,    \
+                    int keepdim);                                                         \
+  void T##_median(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim);   \
+  void T##_mode(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim);     \
+  real T##_medianall(__VA_ARGS__ T* t);                                                   \
   TH_COMPARISON_NAMES(TH_COMPARISON, T, B, real, __VA_ARGS__)
 #define TH_COMPARISON_NAMES(X, ...) \
   X(lt, __VA_ARGS__)                \
