@@ -1076,3 +1076,43 @@ def test_sequences_match_torch(th, device):
         op(r, longs, 0.0, 1.0, -1.0, 0)
     with pytest.raises(RuntimeError, match="DoubleTensor_arange: step must be nonzero"):
         op(r, longs, 0.0, 1.0, 0.0, 1)
+
+
+MORE_VIEWS = {  # which -> (src's shape, torch's view of src)
+    0: ((1, 3, 1, 2), lambda s: s.squeeze()),
+    1: ((2, 7), lambda s: s.unfold(1, 3, 2)),
+    2: ((2, 7), lambda s: s.unfold(1, 3, 2)),
+    3: ((1, 3, 1), lambda s: s.expand(2, 3, 4)),
+    4: ((1, 3, 1), lambda s: s.expand(2, 3, 4)),
+    5: ((4, 6), lambda s: s.as_strided((2, 3, 2), (1, 4, 2), 1)),
+    6: ((4, 6), lambda s: s.as_strided((2, 2, 2, 3), (12, 6, 3, 1), 0)),
+    7: ((4, 6), lambda s: s.as_strided((2, 3, 2), (1, 4, 2), 2)),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("which", MORE_VIEWS)
+def test_more_views_are_views(th, which, device):
+    shape, view = MORE_VIEWS[which]
+    src = _rand(*shape, seed=90 + which, device=device)
+    self = torch.full((5,), float("nan"), dtype=torch.float64, device=device)
+    assert _fn(th, "more_views", device)(self, src, which) == 1
+    expected = view(src)
+    assert self.shape == expected.shape and self.stride() == expected.stride()
+    assert torch.equal(self, expected)
+    src.add_(1.0)  # the same elements: a change to src shows through self
+    assert torch.equal(self, view(src))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_squeeze_keeps_one_dimension_and_is_size_and_set_to(th, device):
+    op = _fn(th, "more_views", device)
+    self = torch.empty(0, dtype=torch.float64, device=device)
+    ones = _rand(1, 1, device=device)
+    assert op(self, ones, 0) == 1 and self.shape == (1,) and self.item() == ones.item()  # TH had no 0-D
+    src = _rand(4, 6, seed=95, device=device)
+    assert op(self, src, 8) == 1 and op(self, src.t(), 8) == 0
+    assert op(self, src, 9) == 1  # self := src: set to it
+    assert op(self, src, 10) == 0  # a narrower view of the same storage is not
+    assert op(src.clone(), src, 11) == 0  # equal elements, another storage
+    assert op(torch.empty(0, dtype=torch.float64, device=device), src, 11) == 0

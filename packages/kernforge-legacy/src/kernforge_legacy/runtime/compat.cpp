@@ -489,6 +489,25 @@ THDescBuff describe(const std::vector<int64_t>& shape) {
   return out;
 }
 
+// t without its dimensions of size 1 (TH's squeeze), keeping one where all
+// are: TH had no tensors of 0 dimensions
+Tensor squeezed(const Tensor& t, const char* fn) {
+  const Tensor out = call("aten::squeeze", "", {torch::stable::detail::from(t)}, fn);
+  if (out.dim() > 0 || t.dim() == 0) return out;
+  return call(
+      "aten::view", "",
+      {torch::stable::detail::from(out), torch::stable::detail::from(std::vector<int64_t>{1})}, fn);
+}
+
+// TH's isSetTo: a and b view the same elements of one storage, in one layout
+bool same_view(const void* a, const void* b) {
+  if (dim_of(a) != dim_of(b) || sizes(a) != sizes(b) || strides(a) != strides(b)) return false;
+  void *pa, *pb;
+  check(aoti_torch_get_data_ptr(handle(a), &pa), "isSetTo");
+  check(aoti_torch_get_data_ptr(handle(b), &pb), "isSetTo");
+  return pa == pb && pa != nullptr && storage_offset(a) == storage_offset(b);
+}
+
 // A view of storage s from its element `offset`, with sizes and strides as TH
 // took them (a negative stride: contiguous over the dimensions after it), for
 // TH's newWithStorage and setStorage; s NULL: a new tensor of that layout.
@@ -1383,6 +1402,58 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
         storage_view(storage, offset, {s0, s1}, std::vector<int64_t>{t0, t1},                      \
                      aoti_torch_dtype_##dtype(), cuda, fn),                                        \
         fn);                                                                                       \
+  }                                                                                                \
+  void T##_setStorage3d(__VA_ARGS__ T* self, S* storage, ptrdiff_t offset, int64_t s0, int64_t t0, \
+                        int64_t s1, int64_t t1, int64_t s2, int64_t t2) {                          \
+    const char* fn = #T "_setStorage3d";                                                           \
+    set(self,                                                                                      \
+        storage_view(storage, offset, {s0, s1, s2}, std::vector<int64_t>{t0, t1, t2},              \
+                     aoti_torch_dtype_##dtype(), cuda, fn),                                        \
+        fn);                                                                                       \
+  }                                                                                                \
+  void T##_setStorage4d(__VA_ARGS__ T* self, S* storage, ptrdiff_t offset, int64_t s0, int64_t t0, \
+                        int64_t s1, int64_t t1, int64_t s2, int64_t t2, int64_t s3, int64_t t3) {  \
+    const char* fn = #T "_setStorage4d";                                                           \
+    set(self,                                                                                      \
+        storage_view(storage, offset, {s0, s1, s2, s3}, std::vector<int64_t>{t0, t1, t2, t3},      \
+                     aoti_torch_dtype_##dtype(), cuda, fn),                                        \
+        fn);                                                                                       \
+  }                                                                                                \
+  void T##_setStorageNd(__VA_ARGS__ T* self, S* storage, ptrdiff_t offset, int n, int64_t* size,   \
+                        int64_t* stride) {                                                         \
+    const char* fn = #T "_setStorageNd";                                                           \
+    std::optional<std::vector<int64_t>> steps;                                                     \
+    if (stride) steps = std::vector<int64_t>(stride, stride + n);                                  \
+    set(self,                                                                                      \
+        storage_view(storage, offset, std::vector<int64_t>(size, size + n), steps,                 \
+                     aoti_torch_dtype_##dtype(), cuda, fn),                                        \
+        fn);                                                                                       \
+  }                                                                                                \
+  void T##_squeeze(__VA_ARGS__ T* self, T* src) {                                                  \
+    set(self, squeezed(borrow(src ? src : self), #T "_squeeze"), #T "_squeeze");                   \
+  }                                                                                                \
+  void T##_unfold(__VA_ARGS__ T* self, T* src, int dim, int64_t size, int64_t step) {              \
+    const char* fn = #T "_unfold";                                                                 \
+    set(self, aten("aten::unfold", "", fn, borrow(src ? src : self), int64_t{dim}, size, step),    \
+        fn);                                                                                       \
+  }                                                                                                \
+  T* T##_newUnfold(__VA_ARGS__ T* src, int dim, int64_t size, int64_t step) {                      \
+    return T##_made(                                                                               \
+        aten("aten::unfold", "", #T "_newUnfold", borrow(src), int64_t{dim}, size, step));         \
+  }                                                                                                \
+  void T##_expand(__VA_ARGS__ T* r, T* tensor, THLongStorage* size) {                              \
+    const char* fn = #T "_expand";                                                                 \
+    set(r, aten("aten::expand", "", fn, borrow(tensor), longs_of(size, fn), false), fn);           \
+  }                                                                                                \
+  T* T##_newExpand(__VA_ARGS__ T* tensor, THLongStorage* size) {                                   \
+    const char* fn = #T "_newExpand";                                                              \
+    return T##_made(aten("aten::expand", "", fn, borrow(tensor), longs_of(size, fn), false));      \
+  }                                                                                                \
+  int T##_isSize(__VA_ARGS__ const T* self, const THLongStorage* dims) {                           \
+    return sizes(self) == longs_of(dims, #T "_isSize");                                            \
+  }                                                                                                \
+  int T##_isSetTo(__VA_ARGS__ const T* self, const T* src) {                                       \
+    return same_view(self, src);                                                                   \
   }                                                                                                \
   T* T##_newView(__VA_ARGS__ T* src, THLongStorage* size) {                                        \
     const char* fn = #T "_newView";                                                                \

@@ -268,7 +268,8 @@ TH_API THDescBuff THLongStorage_sizeDesc(const struct THLongStorage* size);
  * tensor each is a copy to or from the host, waiting for the current stream.
  * Views of a storage from an offset: _newWithStorage(storage, offset, size,
  * stride) and _newWithStorage1d ... 4d (size0, stride0, ...), and
- * _setStorage, _setStorage1d, _setStorage2d, which make self that view (a
+ * _setStorage, _setStorage1d ... 4d and _setStorageNd (n, size[], stride[]),
+ * which make self that view (a
  * stride below 0: contiguous over the dimensions after it; the view must lie
  * inside the storage; storage NULL: a new tensor).
  * Shapes as TH took them, in a THLongStorage: _newWithSize(size, stride),
@@ -277,7 +278,13 @@ TH_API THDescBuff THLongStorage_sizeDesc(const struct THLongStorage* size);
  * size may be -1), _newSizeOf / _newStrideOf (new storages, the caller's to
  * free); _resizeNd(self, n, size, stride) the same from arrays. Storages made
  * in C: S_new, S_newWithSize(n) and S_newWithSize1(v0) ... 4 (the values),
- * on the current device for THC; S_get and S_set of one element. */
+ * on the current device for THC; S_get and S_set of one element.
+ * More views, self := (src's, or a new tensor's): _squeeze (every dimension of
+ * size 1 dropped; one of size 1 is kept where all are), _unfold(dim, size,
+ * step) (the slices of `size` elements `step` apart along dim, as a new last
+ * dimension), _expand(size) (dimensions of size 1 repeated without a copy,
+ * -1 keeping one). _isSize: the sizes are those of dims; _isSetTo: self views
+ * the same elements of the same storage as src, with the same layout. */
 #define TH_TENSOR_MEMORY_API(T, S, real, NONE, ...)                                                \
   typedef struct S {                                                                               \
     void* kfl_tensor;                                                                              \
@@ -316,6 +323,21 @@ TH_API THDescBuff THLongStorage_sizeDesc(const struct THLongStorage* size);
                         int64_t stride0);                                                          \
   void T##_setStorage2d(__VA_ARGS__ T* self, S* storage, ptrdiff_t storageOffset, int64_t size0,   \
                         int64_t stride0, int64_t size1, int64_t stride1);                          \
+  void T##_setStorage3d(__VA_ARGS__ T* self, S* storage, ptrdiff_t storageOffset, int64_t size0,   \
+                        int64_t stride0, int64_t size1, int64_t stride1, int64_t size2,            \
+                        int64_t stride2);                                                          \
+  void T##_setStorage4d(__VA_ARGS__ T* self, S* storage, ptrdiff_t storageOffset, int64_t size0,   \
+                        int64_t stride0, int64_t size1, int64_t stride1, int64_t size2,            \
+                        int64_t stride2, int64_t size3, int64_t stride3);                          \
+  void T##_setStorageNd(__VA_ARGS__ T* self, S* storage, ptrdiff_t storageOffset, int nDimension,  \
+                        int64_t* size, int64_t* stride);                                           \
+  void T##_squeeze(__VA_ARGS__ T* self, T* src);                                                   \
+  void T##_unfold(__VA_ARGS__ T* self, T* src, int dimension, int64_t size, int64_t step);         \
+  T* T##_newUnfold(__VA_ARGS__ T* src, int dimension, int64_t size, int64_t step);                 \
+  void T##_expand(__VA_ARGS__ T* r, T* tensor, struct THLongStorage* size);                        \
+  T* T##_newExpand(__VA_ARGS__ T* tensor, struct THLongStorage* size);                             \
+  int T##_isSize(__VA_ARGS__ const T* self, const struct THLongStorage* dims);                     \
+  int T##_isSetTo(__VA_ARGS__ const T* self, const T* src);                                        \
   struct THLongStorage* T##_newSizeOf(__VA_ARGS__ T* self);                                        \
   struct THLongStorage* T##_newStrideOf(__VA_ARGS__ T* self);                                      \
   void T##_resize(__VA_ARGS__ T* self, struct THLongStorage* size, struct THLongStorage* stride);  \
