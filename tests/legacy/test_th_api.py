@@ -716,7 +716,7 @@ def test_coverage_table_reads_the_headers():
                  "THCudaLongTensor_nonzero"):  # fmt: skip
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
-    missing = ("THFloatTensor_histc", "THIntTensor_cpow", "THFloatTensor_conv2Dmv", "THCudaTensor_uniform")
+    missing = ("THFloatTensor_histc", "THIntTensor_cpow", "THFloatTensor_conv2Dmv", "THCudaTensor_cross")
     for name in missing:
         assert how[name] is None, name
     page = _pages().render_th_coverage()
@@ -1116,3 +1116,102 @@ def test_squeeze_keeps_one_dimension_and_is_size_and_set_to(th, device):
     assert op(self, src, 10) == 0  # a narrower view of the same storage is not
     assert op(src.clone(), src, 11) == 0  # equal elements, another storage
     assert op(torch.empty(0, dtype=torch.float64, device=device), src, 11) == 0
+
+
+def test_a_generator_gives_the_mersenne_twister_numbers_of_its_seed(th):
+    raw = torch.zeros(10000, dtype=torch.int64)
+    assert th.random_op(torch.empty(0, dtype=torch.float64), raw, 0, 0) == 1  # TH's default seed, 5489
+    # MT19937 seeded with 5489 (TH's default): its first and its 10000th number
+    assert raw[0].item() == 3499211612 and raw[-1].item() == 4123659995
+    again = torch.zeros(10000, dtype=torch.int64)
+    th.random_op(torch.empty(0, dtype=torch.float64), again, 5489, 0)
+    assert torch.equal(raw, again)
+    th.random_op(torch.empty(0, dtype=torch.float64), again, 5490, 0)
+    assert not torch.equal(raw, again)
+    assert th.random_op(torch.empty(0, dtype=torch.float64), raw, 0, 10) == 5489
+    assert th.random_op(torch.empty(0, dtype=torch.float64), raw, 77, 10) == 77
+    with pytest.raises(RuntimeError, match="THRandom_normal: standard deviation must be strictly positive"):
+        th.random_op(torch.empty(0, dtype=torch.float64), raw, 1, 11)
+
+
+def _random_moments(values, which):
+    """(what was measured, what TH's distribution gives) for random_op's `which`."""
+    values = values.double()
+    if which == 1:  # uniform on [-2, 3)
+        assert -2 <= values.min() and values.max() < 3
+        return (values.mean(), values.var()), (0.5, 25 / 12)
+    if which in (2, 9):  # normal
+        mean, std = (1.5, 2.0) if which == 2 else (0.0, 1.0)
+        return (values.mean(), values.std()), (mean, std)
+    if which == 3:  # exponential, lambda 2
+        return (values.mean(), values.std()), (0.5, 0.5)
+    if which == 4:  # cauchy: median 1, quartiles 1 -+ 0.5
+        q = torch.quantile(values[:100000], torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64))
+        return tuple(q), (0.5, 1.0, 1.5)
+    if which == 5:  # TH's logNormal: this mean and standard deviation of its own
+        return (values.mean(), values.std()), (2.0, 0.5)
+    if which == 6:  # TH's geometric, p = 0.25 the chance of going on: mean 1 / (1 - p)
+        assert values.min() == 1
+        return (values.mean(),), (4 / 3,)
+    if which == 7:  # bernoulli 0.3
+        assert set(values.unique().tolist()) <= {0.0, 1.0}
+        return (values.mean(),), (0.3,)
+    assert 0 <= values.min() and values.max() < 2**32  # random: TH's 32-bit numbers
+    return (values.mean() / 2**32,), (0.5,)
+
+
+@pytest.mark.parametrize("source", ["generator", "torch"])
+@pytest.mark.parametrize("which", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_random_tensors_follow_th_distributions(th, which, source):
+    t = torch.full((200000,), float("nan"), dtype=torch.float64)
+    longs = torch.full((200000,), -1, dtype=torch.int64)
+    seed = 1234 if source == "generator" else -1
+    torch.manual_seed(0)
+    assert th.random_op(t, longs, seed, which) == 1
+    values = longs if which in (6, 7, 8) else t
+    measured, expected = _random_moments(values, which)
+    for m, e in zip(measured, expected, strict=True):
+        assert float(m) == pytest.approx(e, rel=0.02, abs=0.01)
+    # the same stream again: the same numbers
+    again_t, again_l = torch.empty_like(t), torch.empty_like(longs)
+    torch.manual_seed(0)
+    th.random_op(again_t, again_l, seed, which)
+    assert torch.equal(again_l if which in (6, 7, 8) else again_t, longs if which in (6, 7, 8) else t)
+
+
+def test_randn_resizes_and_draws_the_generators_normal_numbers(th):
+    normal = torch.empty(15, dtype=torch.float64)
+    th.random_op(normal, torch.empty(0, dtype=torch.int64), 99, 2)  # 1.5 + 2 z
+    r = torch.full((2,), float("nan"), dtype=torch.float64)
+    assert th.random_op(r, torch.empty(0, dtype=torch.int64), 99, 9) == 1
+    assert r.shape == (3, 5)
+    close(r.flatten(), (normal - 1.5) / 2, rtol=1e-12, atol=1e-12)
+    assert th.random_op(r, torch.empty(0, dtype=torch.int64), -1, 9) == 1  # torch's generator
+    assert r.shape == (3, 5) and torch.isfinite(r).all() and r.unique().numel() == 15
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+@pytest.mark.parametrize("which", [1, 2, 3, 4, 5, 6, 7, 9])
+def test_thc_random_tensors(th, which):
+    t = torch.full((200000,), float("nan"), dtype=torch.float64, device="cuda")
+    longs = torch.full((200000,), -1, dtype=torch.int64, device="cuda")
+    torch.manual_seed(0)
+    assert th.random_op_cuda(t, longs, which) == 1
+    values = (longs if which in (6, 7) else t).cpu()
+    if which == 5:  # THC's logNormal: the mean and stdv of its logarithm
+        measured, expected = (values.log().mean(), values.log().std()), (0.5, 0.25)
+    elif which == 6:  # THC's geometric: p = 0.75 the chance of stopping
+        assert values.min() == 1
+        measured, expected = (values.double().mean(),), (4 / 3,)
+    elif which == 9:
+        assert t.shape == (3, 5) and torch.isfinite(t).all()
+        return
+    else:
+        measured, expected = _random_moments(values, which)
+    for m, e in zip(measured, expected, strict=True):
+        assert float(m) == pytest.approx(e, rel=0.02, abs=0.01)
+    again = torch.empty_like(t), torch.empty_like(longs)
+    torch.manual_seed(0)
+    th.random_op_cuda(*again, which)
+    assert torch.equal(again[1] if which in (6, 7) else again[0], longs if which in (6, 7) else t)

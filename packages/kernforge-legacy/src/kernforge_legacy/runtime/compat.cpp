@@ -12,6 +12,7 @@
 #include <torch/headeronly/util/BFloat16.h>
 #include <torch/headeronly/util/Half.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstddef>
@@ -20,8 +21,10 @@
 #include <cstring>
 #include <deque>
 #include <initializer_list>
+#include <limits>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -33,6 +36,15 @@
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_cuda.h>
 #endif
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h>
+
+// TH's random stream (THRandom.h): MT19937, seeded as TH seeded its own, so
+// a seed gives TH's numbers; Box-Muller's second value kept for the next call.
+struct THGenerator {
+  std::mt19937 engine;  // seeded with 5489 until seeded otherwise, as TH's
+  uint64_t initial_seed = 5489;
+  bool has_normal = false;
+  double normal = 0;
+};
 
 namespace {
 
@@ -1084,6 +1096,54 @@ Tensor spread(const Tensor& index, const Tensor& like, int dim, const char* fn) 
   return aten("aten::expand", "", fn, view, sizes(like), false);
 }
 
+// a number on [0, 1) from the generator's next 32 bits, as TH made it
+double uniform01(THGenerator* gen) {
+  return gen->engine() * (1.0 / 4294967296.0);
+}
+
+// self := draw() element by element, in self's element order (a CPU tensor)
+template <class Draw>
+void fill_drawn(const void* self, const Draw& draw) {
+  Tensor t = borrow(self);
+  const int64_t n = numel(self);
+  Tensor values = torch::stable::new_empty(t, sizes(t), torch::headeronly::ScalarType::Double);
+  double* p = static_cast<double*>(values.data_ptr());
+  for (int64_t i = 0; i < n; ++i) p[i] = draw();
+  torch::stable::copy_(t, values);
+}
+
+// self := aten::<name>_(self, params..., generator=None): torch's default generator
+template <class... A>
+void torch_drawn(const void* self, const char* name, const char* overload, const char* fn,
+                 const A&... params) {
+  aten(name, overload, fn, borrow(self), params..., std::nullopt);
+}
+
+// What TH's random() takes its generator's number modulo: the largest value
+// the type holds exactly, plus one
+template <class Real>
+uint64_t random_modulus() {
+  if constexpr (std::is_same_v<Real, THHalf>)
+    return (uint64_t{1} << 11) + 1;
+  else if constexpr (std::is_same_v<Real, THBFloat16>)
+    return (uint64_t{1} << 8) + 1;
+  else if constexpr (std::is_same_v<Real, float>)
+    return (uint64_t{1} << 24) + 1;
+  else if constexpr (std::is_same_v<Real, double>)
+    return (uint64_t{1} << 53) + 1;
+  else
+    return static_cast<uint64_t>(std::numeric_limits<Real>::max()) + 1;
+}
+
+// TH's logNormal takes the distribution's own mean and standard deviation;
+// torch's log_normal_ those of its logarithm
+std::pair<double, double> log_normal_of(double mean, double stdv, const char* fn) {
+  if (!(stdv > 0) || !(mean > 0))
+    throw std::runtime_error(std::string(fn) + ": mean and standard deviation must be positive");
+  const double m2 = mean * mean, v = stdv * stdv;
+  return {std::log(m2 / std::sqrt(v + m2)), std::sqrt(std::log(v / m2 + 1))};
+}
+
 }  // namespace
 
 namespace kernforge_legacy {
@@ -2011,6 +2071,129 @@ TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU_INDEX)
 #define KFL_DEFINE_CPU_COPY(T, S, real, dtype) TH_FORALL_CPU_NAMES(KFL_DEFINE_COPY_FROM, T, )
 TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU_COPY)
 
+THGenerator* THGenerator_new(void) {
+  return new THGenerator();
+}
+THGenerator* THGenerator_copy(THGenerator* self, THGenerator* from) {
+  *self = *from;
+  return self;
+}
+void THGenerator_free(THGenerator* gen) {
+  delete gen;
+}
+int THGenerator_isValid(THGenerator* gen) {
+  return gen != nullptr;
+}
+void THRandom_manualSeed(THGenerator* gen, uint64_t seed) {
+  gen->engine.seed(static_cast<std::mt19937::result_type>(seed & 0xffffffffu));
+  gen->initial_seed = seed;
+  gen->has_normal = false;
+}
+uint64_t THRandom_seed(THGenerator* gen) {
+  std::random_device device;
+  const uint64_t seed = (static_cast<uint64_t>(device()) << 32) | device();
+  THRandom_manualSeed(gen, seed);
+  return seed;
+}
+uint64_t THRandom_initialSeed(THGenerator* gen) {
+  return gen->initial_seed;
+}
+uint64_t THRandom_random(THGenerator* gen) {
+  return gen->engine();
+}
+double THRandom_uniform(THGenerator* gen, double a, double b) {
+  return uniform01(gen) * (b - a) + a;
+}
+double THRandom_normal(THGenerator* gen, double mean, double stdv) {
+  if (!(stdv > 0))
+    throw std::runtime_error("THRandom_normal: standard deviation must be strictly positive");
+  if (gen->has_normal) {
+    gen->has_normal = false;
+    return gen->normal * stdv + mean;
+  }
+  const double x = uniform01(gen), y = uniform01(gen);
+  const double rho = std::sqrt(-2 * std::log(1.0 - y)), angle = 2 * M_PI * x;
+  gen->normal = rho * std::sin(angle);
+  gen->has_normal = true;
+  return rho * std::cos(angle) * stdv + mean;
+}
+double THRandom_exponential(THGenerator* gen, double lambda) {
+  return -1.0 / lambda * std::log(1 - uniform01(gen));
+}
+double THRandom_cauchy(THGenerator* gen, double median, double sigma) {
+  return median + sigma * std::tan(M_PI * (uniform01(gen) - 0.5));
+}
+double THRandom_logNormal(THGenerator* gen, double mean, double stdv) {
+  const auto [mu, sigma] = log_normal_of(mean, stdv, "THRandom_logNormal");
+  return std::exp(THRandom_normal(gen, mu, sigma));
+}
+int THRandom_geometric(THGenerator* gen, double p) {
+  if (!(p > 0 && p < 1)) throw std::runtime_error("THRandom_geometric: p must be in (0, 1)");
+  return static_cast<int>(std::log(1 - uniform01(gen)) / std::log(p)) + 1;
+}
+int THRandom_bernoulli(THGenerator* gen, double p) {
+  if (!(p >= 0 && p <= 1)) throw std::runtime_error("THRandom_bernoulli: p must be in [0, 1]");
+  return uniform01(gen) <= p;
+}
+
+// The tensor functions: from gen with TH's formulas, or (gen NULL) from
+// torch's default generator with the same distribution (random: uniform
+// below TH's modulus and 2^32).
+#define KFL_DEFINE_RANDOM_API(T, S, real, dtype)                                                   \
+  void T##_random(T* self, THGenerator* gen) {                                                     \
+    if (gen == nullptr) /* TH's values: 32 bits, below the modulus */                              \
+      return torch_drawn(                                                                          \
+          self, "aten::random_", "from", #T "_random", int64_t{0},                                 \
+          std::optional<int64_t>(std::min(random_modulus<real>(), uint64_t{1} << 32)));            \
+    const uint64_t modulus = random_modulus<real>();                                               \
+    fill_drawn(self, [&] { return static_cast<double>(THRandom_random(gen) % modulus); });         \
+  }                                                                                                \
+  void T##_geometric(T* self, THGenerator* gen, double p) {                                        \
+    if (gen == nullptr) /* TH's p is the chance of going on; torch's of stopping */                \
+      return torch_drawn(self, "aten::geometric_", "", #T "_geometric", 1 - p);                    \
+    fill_drawn(self, [&] { return static_cast<double>(THRandom_geometric(gen, p)); });             \
+  }                                                                                                \
+  void T##_bernoulli(T* self, THGenerator* gen, double p) {                                        \
+    if (gen == nullptr) return torch_drawn(self, "aten::bernoulli_", "float", #T "_bernoulli", p); \
+    fill_drawn(self, [&] { return static_cast<double>(THRandom_bernoulli(gen, p)); });             \
+  }
+#define KFL_DEFINE_FLOAT_RANDOM_API(T, S, real, dtype)                                           \
+  void T##_uniform(T* self, THGenerator* gen, double a, double b) {                              \
+    if (gen == nullptr) return torch_drawn(self, "aten::uniform_", "", #T "_uniform", a, b);     \
+    fill_drawn(self, [&] { return THRandom_uniform(gen, a, b); });                               \
+  }                                                                                              \
+  void T##_normal(T* self, THGenerator* gen, double mean, double stdv) {                         \
+    if (gen == nullptr) return torch_drawn(self, "aten::normal_", "", #T "_normal", mean, stdv); \
+    fill_drawn(self, [&] { return THRandom_normal(gen, mean, stdv); });                          \
+  }                                                                                              \
+  void T##_exponential(T* self, THGenerator* gen, double lambda) {                               \
+    if (gen == nullptr)                                                                          \
+      return torch_drawn(self, "aten::exponential_", "", #T "_exponential", lambda);             \
+    fill_drawn(self, [&] { return THRandom_exponential(gen, lambda); });                         \
+  }                                                                                              \
+  void T##_cauchy(T* self, THGenerator* gen, double median, double sigma) {                      \
+    if (gen == nullptr)                                                                          \
+      return torch_drawn(self, "aten::cauchy_", "", #T "_cauchy", median, sigma);                \
+    fill_drawn(self, [&] { return THRandom_cauchy(gen, median, sigma); });                       \
+  }                                                                                              \
+  void T##_logNormal(T* self, THGenerator* gen, double mean, double stdv) {                      \
+    if (gen == nullptr) {                                                                        \
+      const auto [mu, sigma] = log_normal_of(mean, stdv, #T "_logNormal");                       \
+      return torch_drawn(self, "aten::log_normal_", "", #T "_logNormal", mu, sigma);             \
+    }                                                                                            \
+    fill_drawn(self, [&] { return THRandom_logNormal(gen, mean, stdv); });                       \
+  }                                                                                              \
+  void T##_rand(T* r, THGenerator* gen, THLongStorage* size) {                                   \
+    resize(r, longs_of(size, #T "_rand"), #T "_rand");                                           \
+    T##_uniform(r, gen, 0, 1);                                                                   \
+  }                                                                                              \
+  void T##_randn(T* r, THGenerator* gen, THLongStorage* size) {                                  \
+    resize(r, longs_of(size, #T "_randn"), #T "_randn");                                         \
+    T##_normal(r, gen, 0, 1);                                                                    \
+  }
+TH_FORALL_CPU_TENSORS(KFL_DEFINE_RANDOM_API)
+TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_FLOAT_RANDOM_API)
+
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
 #define KFL_DEFINE_CUDA(T, S, real, dtype)    \
   KFL_DEFINE_TENSOR_API(T, real, THCState*, ) \
@@ -2026,6 +2209,41 @@ TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_FLOAT_MATH)
 #define KFL_DEFINE_CUDA_INDEX(T, S, real, dtype) \
   KFL_DEFINE_INDEX_API(T, THCudaLongTensor, THCudaByteTensor, real, THCState*, )
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_INDEX)
+
+// THC's random numbers: torch's CUDA generator, THC's parameters
+#define KFL_DEFINE_CUDA_RANDOM(T, S, real, dtype)                       \
+  void T##_bernoulli(THCState*, T* self, double p) {                    \
+    torch_drawn(self, "aten::bernoulli_", "float", #T "_bernoulli", p); \
+  }                                                                     \
+  void T##_geometric(THCState*, T* self, double p) {                    \
+    torch_drawn(self, "aten::geometric_", "", #T "_geometric", p);      \
+  }
+TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_RANDOM)
+#define KFL_DEFINE_CUDA_FLOAT_RANDOM(T, S, real, dtype)                      \
+  void T##_uniform(THCState*, T* self, double a, double b) {                 \
+    torch_drawn(self, "aten::uniform_", "", #T "_uniform", a, b);            \
+  }                                                                          \
+  void T##_normal(THCState*, T* self, double mean, double stdv) {            \
+    torch_drawn(self, "aten::normal_", "", #T "_normal", mean, stdv);        \
+  }                                                                          \
+  void T##_logNormal(THCState*, T* self, double mean, double stdv) {         \
+    torch_drawn(self, "aten::log_normal_", "", #T "_logNormal", mean, stdv); \
+  }                                                                          \
+  void T##_exponential(THCState*, T* self, double lambda) {                  \
+    torch_drawn(self, "aten::exponential_", "", #T "_exponential", lambda);  \
+  }                                                                          \
+  void T##_cauchy(THCState*, T* self, double median, double sigma) {         \
+    torch_drawn(self, "aten::cauchy_", "", #T "_cauchy", median, sigma);     \
+  }                                                                          \
+  void T##_rand(THCState*, T* r, THLongStorage* size) {                      \
+    resize(r, longs_of(size, #T "_rand"), #T "_rand");                       \
+    torch_drawn(r, "aten::uniform_", "", #T "_rand", 0.0, 1.0);              \
+  }                                                                          \
+  void T##_randn(THCState*, T* r, THLongStorage* size) {                     \
+    resize(r, longs_of(size, #T "_randn"), #T "_randn");                     \
+    torch_drawn(r, "aten::normal_", "", #T "_randn", 0.0, 1.0);              \
+  }
+TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_FLOAT_RANDOM)
 
 #define KFL_DEFINE_COPY_FROM_CUDA(Name, Src, T, ...)       \
   void T##_copyCuda##Name(__VA_ARGS__ T* self, Src* src) { \

@@ -550,6 +550,52 @@ TH_FORALL_CPU_FLOAT_TENSORS(TH_CPU_FLOAT_MATH_API)
 TH_FORALL_CPU_TENSORS(TH_CPU_INDEX_API)
 #undef TH_CPU_INDEX_API
 
+/* TH's random numbers (THRandom.h). A THGenerator is a stream of its own, a
+ * 32-bit Mersenne Twister as TH's was (the same numbers for the same seed):
+ * made by THGenerator_new (seeded with 5489 until seeded otherwise), freed by
+ * THGenerator_free. THRandom_random gives its next 32-bit number; the others
+ * draw one value from it, with TH's formulas: uniform on [a, b), normal
+ * (mean, stdv), exponential (lambda), cauchy (median, sigma), logNormal with
+ * that mean and standard deviation of its own, geometric i >= 1 with
+ * P(i) = (1 - p) p^(i - 1), bernoulli 1 with probability p.
+ * The tensor functions fill self in its element order, from gen; a NULL gen
+ * draws from torch's default generator (torch.manual_seed sets it) with the
+ * same distributions. random gives TH's: the generator's 32-bit numbers
+ * modulo the type's largest exact value + 1 (256 for Byte, 2^24 + 1 for
+ * Float). rand and randn resize r to size first. */
+typedef struct THGenerator THGenerator;
+THGenerator* THGenerator_new(void);
+THGenerator* THGenerator_copy(THGenerator* self, THGenerator* from);
+void THGenerator_free(THGenerator* gen);
+int THGenerator_isValid(THGenerator* gen);
+uint64_t THRandom_seed(THGenerator* gen);
+void THRandom_manualSeed(THGenerator* gen, uint64_t seed);
+uint64_t THRandom_initialSeed(THGenerator* gen);
+uint64_t THRandom_random(THGenerator* gen);
+double THRandom_uniform(THGenerator* gen, double a, double b);
+double THRandom_normal(THGenerator* gen, double mean, double stdv);
+double THRandom_exponential(THGenerator* gen, double lambda);
+double THRandom_cauchy(THGenerator* gen, double median, double sigma);
+double THRandom_logNormal(THGenerator* gen, double mean, double stdv);
+int THRandom_geometric(THGenerator* gen, double p);
+int THRandom_bernoulli(THGenerator* gen, double p);
+#define TH_TENSOR_RANDOM_API(T, S, real, dtype)            \
+  void T##_random(T* self, THGenerator* gen);              \
+  void T##_geometric(T* self, THGenerator* gen, double p); \
+  void T##_bernoulli(T* self, THGenerator* gen, double p);
+#define TH_TENSOR_FLOAT_RANDOM_API(T, S, real, dtype)                      \
+  void T##_uniform(T* self, THGenerator* gen, double a, double b);         \
+  void T##_normal(T* self, THGenerator* gen, double mean, double stdv);    \
+  void T##_exponential(T* self, THGenerator* gen, double lambda);          \
+  void T##_cauchy(T* self, THGenerator* gen, double median, double sigma); \
+  void T##_logNormal(T* self, THGenerator* gen, double mean, double stdv); \
+  void T##_rand(T* r, THGenerator* gen, struct THLongStorage* size);       \
+  void T##_randn(T* r, THGenerator* gen, struct THLongStorage* size);
+TH_FORALL_CPU_TENSORS(TH_TENSOR_RANDOM_API)
+TH_FORALL_CPU_FLOAT_TENSORS(TH_TENSOR_FLOAT_RANDOM_API)
+#undef TH_TENSOR_RANDOM_API
+#undef TH_TENSOR_FLOAT_RANDOM_API
+
 /* T_copy<Name>(self, src): src's elements, converted, into self (the same
  * number of elements, in order), from a tensor of any type:
  * THFloatTensor_copyDouble(THFloatTensor* self, THDoubleTensor* src). The

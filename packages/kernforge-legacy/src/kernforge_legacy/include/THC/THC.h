@@ -136,6 +136,28 @@ TH_FORALL_CUDA_FLOAT_TENSORS(TH_CUDA_FLOAT_MATH_API)
 TH_FORALL_CUDA_TENSORS(TH_CUDA_INDEX_API)
 #undef TH_CUDA_INDEX_API
 
+/* THC's random numbers, from torch's CUDA generator of the tensor's device
+ * (torch.manual_seed sets it), with THC's parameters: uniform on [a, b),
+ * normal (mean, stdv), logNormal (the mean and stdv of its logarithm),
+ * exponential (lambda), cauchy (median, sigma), bernoulli 1 with
+ * probability p, geometric i >= 1 with P(i) = p (1 - p)^(i - 1); rand and
+ * randn resize r to size first. */
+#define THC_TENSOR_RANDOM_API(T, S, real, dtype)          \
+  void T##_bernoulli(THCState* state, T* self, double p); \
+  void T##_geometric(THCState* state, T* self, double p);
+#define THC_TENSOR_FLOAT_RANDOM_API(T, S, real, dtype)                    \
+  void T##_uniform(THCState* state, T* self, double a, double b);         \
+  void T##_normal(THCState* state, T* self, double mean, double stdv);    \
+  void T##_logNormal(THCState* state, T* self, double mean, double stdv); \
+  void T##_exponential(THCState* state, T* self, double lambda);          \
+  void T##_cauchy(THCState* state, T* self, double median, double sigma); \
+  void T##_rand(THCState* state, T* r, struct THLongStorage* size);       \
+  void T##_randn(THCState* state, T* r, struct THLongStorage* size);
+TH_FORALL_CUDA_TENSORS(THC_TENSOR_RANDOM_API)
+TH_FORALL_CUDA_FLOAT_TENSORS(THC_TENSOR_FLOAT_RANDOM_API)
+#undef THC_TENSOR_RANDOM_API
+#undef THC_TENSOR_FLOAT_RANDOM_API
+
 /* Copies between types and devices, as THC named them (each as T_copy in TH.h):
  *   THCudaTensor_copyDouble(state, THCudaTensor*, THDoubleTensor*)        from the CPU
  *   THCudaTensor_copyCudaDouble(state, THCudaTensor*, THCudaDoubleTensor*) between CUDA types
