@@ -425,9 +425,10 @@ class Extension:
         torch_root = Path(torch.__file__).resolve().parent
         defines = [f"-D{n}" if v is None else f"-D{n}={v}" for n, v in self.define_macros]
         defines += [f"-U{n}" for n in self.undef_macros]
-        # the folders too, for the old `#include "TH.h"` / `"THCTensor.h"`
+        # the folders too, for the old `#include "TH.h"` / `"THCTensor.h"` / `"THCUNN.h"`
         inc = Path(include_dir())
-        includes = [f"-I{inc}", f"-I{inc / 'TH'}", f"-I{inc / 'THC'}", *(f"-I{d}" for d in self.include_dirs)]
+        includes = [f"-I{inc / d}" for d in ("", "TH", "THC", "THCUNN")]
+        includes += [f"-I{d}" for d in self.include_dirs]
         # last, the sources' own folders: TH's generic headers include the
         # generic file ("generic/foo.c", TH_GENERIC_FILE) by its path from there
         includes += [f"-I{d}" for d in dict.fromkeys(Path(s).parent for s in self.sources)]

@@ -8,7 +8,9 @@
 #ifndef KERNFORGE_LEGACY_THC_H
 #define KERNFORGE_LEGACY_THC_H
 
-#ifndef KERNFORGE_LEGACY_WITH_CUDA
+/* C sources see it only in a CUDA build; CUDA sources (nvcc) always, also
+ * when a Makefile of their own compiles them */
+#if !defined(KERNFORGE_LEGACY_WITH_CUDA) && !defined(__CUDACC__)
 #error "THC/THC.h needs a CUDA build: create_extension(..., with_cuda=True)"
 #endif
 
@@ -17,6 +19,16 @@
 #include <cuda_runtime_api.h>
 
 #include "kfl_removed_cuda.h" /* cudaThreadSynchronize, __shfl_down and the rest CUDA 13 / sm_70 took away */
+
+/* The element type of THCudaHalfTensor: in CUDA sources (nvcc) CUDA's `half`,
+ * as THC's was there, so that kernels compute with what THCudaHalfTensor_data
+ * returns; in C, THHalf, the same 16 bits. */
+#ifdef __CUDACC__
+#include <cuda_fp16.h>
+#define KFL_CUDA_HALF half
+#else
+#define KFL_CUDA_HALF THHalf
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,10 +101,10 @@ cudaError_t THCudaFree(THCState* state, void* ptr);
   X(THCudaShortTensor, THCudaShortStorage, int16_t, int16) \
   X(THCudaIntTensor, THCudaIntStorage, int32_t, int32)     \
   X(THCudaLongTensor, THCudaLongStorage, int64_t, int64)
-#define TH_FORALL_CUDA_FLOAT_TENSORS(X)                       \
-  X(THCudaTensor, THCudaStorage, float, float32)              \
-  X(THCudaDoubleTensor, THCudaDoubleStorage, double, float64) \
-  X(THCudaHalfTensor, THCudaHalfStorage, THHalf, float16)     \
+#define TH_FORALL_CUDA_FLOAT_TENSORS(X)                          \
+  X(THCudaTensor, THCudaStorage, float, float32)                 \
+  X(THCudaDoubleTensor, THCudaDoubleStorage, double, float64)    \
+  X(THCudaHalfTensor, THCudaHalfStorage, KFL_CUDA_HALF, float16) \
   X(THCudaBFloat16Tensor, THCudaBFloat16Storage, THBFloat16, bfloat16)
 #define TH_FORALL_CUDA_TENSORS(X) TH_FORALL_CUDA_INT_TENSORS(X) TH_FORALL_CUDA_FLOAT_TENSORS(X)
 /* by THC's short name (THCudaTensor is Float): X(Name, handle type, the other arguments) */

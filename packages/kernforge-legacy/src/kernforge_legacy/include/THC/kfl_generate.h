@@ -47,7 +47,7 @@
 #define CReal CudaDouble
 #define THC_REAL_IS_DOUBLE
 #elif KFL_GENERATE == 8
-#define real THHalf
+#define real KFL_CUDA_HALF /* CUDA's half in CUDA sources, THHalf in C (THC.h) */
 #define accreal float
 #define Real Half
 #define CReal CudaHalf
@@ -55,7 +55,10 @@
 #else
 #error "KFL_GENERATE: no such type"
 #endif
-#if KFL_GENERATE == 8
+#if KFL_GENERATE == 8 && defined(__CUDACC__)
+#define TH_CONVERT_REAL_TO_ACCREAL(_val) __half2float(_val)
+#define TH_CONVERT_ACCREAL_TO_REAL(_val) __float2half(_val)
+#elif KFL_GENERATE == 8
 #define TH_CONVERT_REAL_TO_ACCREAL(_val) TH_half2float(_val)
 #define TH_CONVERT_ACCREAL_TO_REAL(_val) TH_float2half(_val)
 #else

@@ -1,0 +1,129 @@
+"""THCUNN's and THC's device headers (THCUNN.h, common.h,
+THCHalfAutoNumerics.cuh, THCDeviceTensor.cuh, THCDeviceTensorUtils.cuh,
+THCDeviceUtils.cuh, THCNumerics.cuh, THCAtomics.cuh), through a module
+written as THCUNN's were (tests/legacy/fixtures/thcunn): C functions that
+pass the state on to a generic .cu compiled for half, float and double."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import build_folder, built_once, close
+from kernforge_legacy import ffi
+
+FIXTURE = Path(__file__).parent / "fixtures" / "thcunn" / "src"
+
+
+@pytest.mark.skipif(ffi._nvcc() is None, reason="needs nvcc (no GPU)")
+def test_the_module_compiles_for_every_float_type(tmp_path):
+    """Compiles only (sm_90, PTX), so that the headers are checked where there
+    is no GPU: cuBLAS's header, which THC.h includes, is stubbed here."""
+    (tmp_path / "cublas_v2.h").write_text(
+        "typedef struct cublasContext *cublasHandle_t;\ntypedef int cublasStatus_t;\n"
+    )
+    inc = Path(ffi.include_dir())
+    ptx = tmp_path / "k.ptx"
+    cmd = [ffi._nvcc(), "-ptx", "-arch=sm_90", "-DKERNFORGE_LEGACY_WITH_CUDA", "-o", str(ptx)]
+    cmd += [f"-I{d}" for d in (inc, inc / "TH", inc / "THC", inc / "THCUNN", tmp_path, FIXTURE)]
+    done = subprocess.run([*cmd, str(FIXTURE / "thcunn_kernel.cu")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = ptx.read_text()
+    # one instantiation per type: half (6__half), float, double
+    kernels = set(re.findall(r"\.entry\s+(\w*PlaneStats_kernel\w*)", text))
+    assert len(kernels) == 3 and any("__half" in k for k in kernels), kernels
+    assert "shfl.sync.bfly" in text  # WARP_SHFL_XOR
+    assert "atom.global.cas" in text and "atom.global.add.u64" in text  # narrow and 64-bit atomicAdd
+
+
+@pytest.fixture(scope="module")
+def thcunn(tmp_path_factory):
+    with built_once(build_folder(tmp_path_factory) / "thcunn") as root, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
+        ext = ffi.create_extension(
+            "thcunn",
+            headers=[FIXTURE / "thcunn.h"],
+            sources=[FIXTURE / "thcunn.c", FIXTURE / "thcunn_kernel.cu"],
+            with_cuda=True,
+            relative_to=str(root / "build.py"),
+            verbose=False,
+        )
+        package = ext.build()
+    spec = importlib.util.spec_from_file_location("fixture_thcunn", package / "__init__.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SUFFIX = {torch.float32: "", torch.float64: "_double", torch.float16: "_half"}
+TOLERANCE = {torch.float32: 2e-6, torch.float64: 1e-12, torch.float16: 2e-3}
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+@pytest.mark.parametrize("dtype", list(SUFFIX))
+def test_plane_statistics_over_device_tensors(thcunn, dtype):
+    x = torch.randn(6, 5, 300, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    x = (x * 2 + torch.arange(5, dtype=torch.float64).view(1, 5, 1)).to("cuda", dtype)
+    x = x.transpose(0, 2).contiguous().transpose(0, 2)  # strided: the device tensor takes the strides
+    mean = torch.full((2,), float("nan"), dtype=dtype, device="cuda")
+    var = torch.full((2,), float("nan"), dtype=dtype, device="cuda")
+    assert getattr(thcunn, "plane_stats" + SUFFIX[dtype])(x, mean, var) == 1
+    ref = x.double()
+    close(mean.double(), ref.mean((0, 2)), rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+    close(var.double(), ref.var((0, 2), unbiased=False), rtol=TOLERANCE[dtype] * 4, atol=TOLERANCE[dtype])
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+@pytest.mark.parametrize("dtype", list(SUFFIX))
+def test_affine_writes_through_sub_tensors(thcunn, dtype):
+    gen = torch.Generator().manual_seed(2)
+    x, w, b = (torch.randn(*s, generator=gen, dtype=torch.float64) for s in ((3, 4, 70), (4,), (4,)))
+    x, w, b = (t.to("cuda", dtype) for t in (x, w, b))
+    out = torch.full_like(x, float("nan"))
+    assert getattr(thcunn, "affine" + SUFFIX[dtype])(x, w, b, out) == 1
+    # in the accumulator type, rounded to the element type, then the bias added in it
+    acc = torch.float32 if dtype == torch.float16 else dtype
+    expected = ((x.to(acc) * w.to(acc).view(1, 4, 1)).to(dtype) + b.view(1, 4, 1)).to(dtype)
+    close(out, expected, rtol=0, atol=0)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_thcunn_checks_name_both_shapes(thcunn):
+    x = torch.randn(3, 4, 70, device="cuda")
+    w, b = torch.randn(4, device="cuda"), torch.randn(4, device="cuda")
+    with pytest.raises(RuntimeError, match=r"input_ and output_ shapes do not match: input_ \[3 x 4 x 70\], "
+                       r"output_ \[3 x 4 x 69\]"):  # fmt: skip
+        thcunn.affine(x, w, b, torch.empty(3, 4, 69, device="cuda"))
+    with pytest.raises(RuntimeError, match=r"Need weight_ of dimension 1 and weight_.size\[0\] == 4 but got "
+                       r"weight_ to be of shape: \[5\]"):  # fmt: skip
+        thcunn.affine(x, torch.randn(5, device="cuda"), torch.randn(5, device="cuda"), torch.empty_like(x))
+    with pytest.raises(RuntimeError, match=r"3D input tensor expected but got: \[4 x 70\]"):
+        thcunn.plane_stats(x[0], torch.empty(0, device="cuda"), torch.empty(0, device="cuda"))
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_atomic_adds_of_every_width(thcunn):
+    # 40,000 values over 37 bins: many threads add to the same int64, int16 and
+    # uint8 (four of which share a 32-bit word) at once
+    values = torch.randint(0, 37, (40000,), generator=torch.Generator().manual_seed(3)).cuda()
+    # The int16 and uint8 adds swap the aligned 4 bytes around the element
+    # (THCAtomics.cuh): their buffers end on a 4-byte boundary, as torch's
+    # allocations always do (compute-sanitizer, with the caching allocator
+    # off, sees each tensor as allocated to its exact size).
+    counts = torch.zeros(37, dtype=torch.int64, device="cuda")
+    shorts = torch.zeros(38, dtype=torch.int16, device="cuda")
+    bytes_ = torch.zeros(40, dtype=torch.uint8, device="cuda")
+    assert thcunn.count(values, counts, shorts, bytes_) == 1
+    expected = torch.bincount(values, minlength=37)
+    assert torch.equal(counts, expected)
+    assert torch.equal(shorts[:37].long(), expected) and not shorts[37:].any()  # under 2^15 each
+    assert torch.equal(bytes_[:37].long(), expected % 256) and not bytes_[37:].any()  # uint8 wraps, as C's
