@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib.util
 import os
 from pathlib import Path
 
@@ -138,3 +139,26 @@ def built_once(folder: Path):
         fcntl.flock(lock, fcntl.LOCK_EX)
         folder.mkdir(exist_ok=True)
         yield folder
+
+
+def built_extension(tmp_path_factory, name: str, headers: list, sources: list, with_cuda: bool):
+    """A legacy test fixture: `create_extension(name, headers, sources)` built
+    once a run into build_folder()/name (built_once), imported as
+    fixture_<name>."""
+    from kernforge_legacy import ffi
+
+    with built_once(build_folder(tmp_path_factory) / name) as root, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
+        ext = ffi.create_extension(
+            name,
+            headers=headers,
+            sources=sources,
+            with_cuda=with_cuda,
+            relative_to=str(root / "build.py"),
+            verbose=False,
+        )
+        package = ext.build()
+    spec = importlib.util.spec_from_file_location(f"fixture_{name}", package / "__init__.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

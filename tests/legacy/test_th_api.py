@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import build_folder, built_once, close
-from kernforge_legacy import ffi
+from conftest import built_extension, close
 
 FIXTURE = Path(__file__).parent / "fixtures" / "th_api" / "src"
 CUDA = torch.cuda.is_available()
@@ -25,21 +24,13 @@ DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.sani
 
 @pytest.fixture(scope="module")
 def th(tmp_path_factory):
-    with built_once(build_folder(tmp_path_factory) / "th_api") as root, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
-        ext = ffi.create_extension(
-            "th_api",
-            headers=[FIXTURE / "th_api.h", *([FIXTURE / "th_api_cuda.h"] if CUDA else [])],
-            sources=[FIXTURE / "th_api.c", *([FIXTURE / "th_api_cuda.c"] if CUDA else [])],
-            with_cuda=CUDA,
-            relative_to=str(root / "build.py"),
-            verbose=False,
-        )
-        package = ext.build()
-    spec = importlib.util.spec_from_file_location("fixture_th_api", package / "__init__.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return built_extension(
+        tmp_path_factory,
+        "th_api",
+        headers=[FIXTURE / "th_api.h", *([FIXTURE / "th_api_cuda.h"] if CUDA else [])],
+        sources=[FIXTURE / "th_api.c", *([FIXTURE / "th_api_cuda.c"] if CUDA else [])],
+        with_cuda=CUDA,
+    )
 
 
 def _fn(th, name, device):
@@ -623,21 +614,13 @@ def test_check_gpu_sees_a_tensor_on_another_device(th):
 @pytest.fixture(scope="module")
 def conv(tmp_path_factory):
     src = Path(__file__).parent / "fixtures" / "conv" / "src"
-    with built_once(build_folder(tmp_path_factory) / "conv") as root, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
-        ext = ffi.create_extension(
-            "conv",
-            headers=[src / "conv.h", *([src / "conv_cuda.h"] if CUDA else [])],
-            sources=[src / "conv.c", *([src / "conv_cuda.c", src / "conv_kernel.cu"] if CUDA else [])],
-            with_cuda=CUDA,
-            relative_to=str(root / "build.py"),
-            verbose=False,
-        )
-        package = ext.build()
-    spec = importlib.util.spec_from_file_location("fixture_conv", package / "__init__.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return built_extension(
+        tmp_path_factory,
+        "conv",
+        headers=[src / "conv.h", *([src / "conv_cuda.h"] if CUDA else [])],
+        sources=[src / "conv.c", *([src / "conv_cuda.c", src / "conv_kernel.cu"] if CUDA else [])],
+        with_cuda=CUDA,
+    )
 
 
 def _conv_function(conv):

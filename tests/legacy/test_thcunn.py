@@ -6,7 +6,6 @@ pass the state on to a generic .cu compiled for half, float and double."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import build_folder, built_once, close
+from conftest import built_extension, close
 from kernforge_legacy import ffi
 
 FIXTURE = Path(__file__).parent / "fixtures" / "thcunn" / "src"
@@ -43,21 +42,13 @@ def test_the_module_compiles_for_every_float_type(tmp_path):
 
 @pytest.fixture(scope="module")
 def thcunn(tmp_path_factory):
-    with built_once(build_folder(tmp_path_factory) / "thcunn") as root, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TORCH_EXTENSIONS_DIR", str(root / "cache"))
-        ext = ffi.create_extension(
-            "thcunn",
-            headers=[FIXTURE / "thcunn.h"],
-            sources=[FIXTURE / "thcunn.c", FIXTURE / "thcunn_kernel.cu"],
-            with_cuda=True,
-            relative_to=str(root / "build.py"),
-            verbose=False,
-        )
-        package = ext.build()
-    spec = importlib.util.spec_from_file_location("fixture_thcunn", package / "__init__.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return built_extension(
+        tmp_path_factory,
+        "thcunn",
+        headers=[FIXTURE / "thcunn.h"],
+        sources=[FIXTURE / "thcunn.c", FIXTURE / "thcunn_kernel.cu"],
+        with_cuda=True,
+    )
 
 
 SUFFIX = {torch.float32: "", torch.float64: "_double", torch.float16: "_half"}
