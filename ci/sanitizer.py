@@ -74,10 +74,12 @@ CLEAN = {
 def racecheck_scope(root: Path) -> str:
     """racecheck finds hazards on shared memory only, so it runs the tests of
     the kernels that use it: a -k of each kernforge-core op whose csrc/<op>/
-    says __shared__ (lltm also takes lltm_sequence), and the legacy test
-    modules when kernforge-legacy's kernels or its fixtures' do. Today mul,
-    add and the legacy kernels have none: their tests would only give
-    racecheck torch's and cuBLAS's kernels to read, at its slowest."""
+    says __shared__ (lltm also takes lltm_sequence); every legacy test
+    module when kernforge-legacy's own kernels do, else the legacy test
+    modules that name a fixture folder (tests/legacy/fixtures/<name>) whose
+    kernels do. Today mul, add and the legacy package's kernels have none
+    (their tests would only give racecheck torch's and cuBLAS's kernels to
+    read, at its slowest); of the fixtures, thcunn's block sums do."""
 
     def shares(folder: Path) -> bool:
         return any("__shared__" in f.read_text() for f in folder.rglob("*.cu*"))
@@ -85,8 +87,11 @@ def racecheck_scope(root: Path) -> str:
     core = root / "packages" / "kernforge-core" / "csrc"
     scope = sorted(d.name for d in core.iterdir() if d.is_dir() and shares(d))
     legacy, tests = root / "packages" / "kernforge-legacy", root / "tests" / "legacy"
-    if any(shares(d) for d in (legacy / "csrc", legacy / "src" / "kernforge_legacy" / "runtime", tests)):
-        scope += sorted(t.stem for t in tests.glob("test_*.py"))
+    modules = sorted(tests.glob("test_*.py"))
+    if any(shares(d) for d in (legacy / "csrc", legacy / "src" / "kernforge_legacy" / "runtime")):
+        return " or ".join(scope + [t.stem for t in modules])
+    fixtures = [d.name for d in sorted((tests / "fixtures").glob("*")) if d.is_dir() and shares(d)]
+    scope += [t.stem for t in modules if any(f'"{name}"' in t.read_text() for name in fixtures)]
     return " or ".join(scope)
 
 

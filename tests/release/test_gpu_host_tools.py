@@ -104,20 +104,27 @@ def test_a_racecheck_hazard_in_kernforge_fails():
 
 def test_racecheck_runs_the_ops_whose_kernels_share_memory():
     root = Path(__file__).resolve().parents[2]
-    assert sanitizer.racecheck_scope(root) == "fused_relu_add or lltm or lltm_sequence"
+    assert sanitizer.racecheck_scope(root) == "fused_relu_add or lltm or lltm_sequence or test_thcunn"
 
 
-def test_racecheck_takes_the_legacy_tests_once_a_legacy_kernel_shares_memory(tmp_path):
+def test_racecheck_takes_the_legacy_tests_whose_kernels_share_memory(tmp_path):
     for op, kernel in [("mul", "out[i] = a[i] * b[i];"), ("lltm", "__shared__ float tile[32];")]:
         (tmp_path / "packages" / "kernforge-core" / "csrc" / op).mkdir(parents=True)
         (tmp_path / "packages" / "kernforge-core" / "csrc" / op / f"{op}_cuda.cu").write_text(kernel)
     legacy = tmp_path / "tests" / "legacy"
     (legacy / "fixtures" / "k").mkdir(parents=True)
-    for name in ["test_ffi.py", "test_th_api.py", "conftest.py"]:
-        (legacy / name).write_text("")
+    (legacy / "test_ffi.py").write_text('SRC = FIXTURES / "other"\n')
+    (legacy / "test_th_api.py").write_text('SRC = FIXTURES / "k" / "src"\n')
+    (legacy / "conftest.py").write_text('"k"\n')
     (legacy / "fixtures" / "k" / "k.cu").write_text("__global__ void k() {}")
     assert sanitizer.racecheck_scope(tmp_path) == "lltm"
+    # a fixture's kernel: the test modules that build that fixture
     (legacy / "fixtures" / "k" / "k.cu").write_text("__global__ void k() { __shared__ int s; }")
+    assert sanitizer.racecheck_scope(tmp_path) == "lltm or test_th_api"
+    # the package's own kernels: every legacy test module
+    runtime = tmp_path / "packages" / "kernforge-legacy" / "src" / "kernforge_legacy" / "runtime"
+    runtime.mkdir(parents=True)
+    (runtime / "compat_cuda.cu").write_text("__global__ void add() { __shared__ float t[8]; }")
     assert sanitizer.racecheck_scope(tmp_path) == "lltm or test_ffi or test_th_api"
 
 
@@ -159,7 +166,7 @@ def test_each_tool_runs_its_flags_and_tests_and_is_read(tmp_path):
         "-m",
         "cuda and sanitize and not long_for_racecheck",
         "-k",
-        "(lltm) and (fused_relu_add or lltm or lltm_sequence)",
+        "(lltm) and (fused_relu_add or lltm or lltm_sequence or test_thcunn)",
         "-n",
         "4",
     ]
