@@ -13,6 +13,8 @@ leaves undefined only
   * the CUDA runtime's (versioned libcudart.so.N, N the variant's major), and
   * torch's stable C shims (aoti_torch_*, torch_*): no C++ symbol of torch,
     so a torch upgrade cannot break the binary with "undefined symbol";
+  * what another library of the same wheel exports (kernforge-legacy's
+    extensions link its TH/THC runtime library);
 and for a CUDA variant, the SASS and PTX that cuobjdump finds in each library
 are exactly those TORCH_CUDA_ARCH_LIST asks for. Prints a table of the wheels
 (size, tag, architectures); exits 1 with every problem listed.
@@ -96,9 +98,21 @@ def undefined_symbols(library: Path) -> list[tuple[str, str, str]]:
     return symbols
 
 
-def symbol_problems(library: Path, cuda_major: str | None) -> list[str]:
+def defined_symbols(library: Path) -> set[str]:
+    """The dynamic symbols a library exports."""
+    out = subprocess.run(
+        ["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True, check=True
+    ).stdout
+    return {line.split()[-1].partition("@")[0] for line in out.splitlines() if line.strip()}
+
+
+def symbol_problems(library: Path, cuda_major: str | None, beside: set[str] = frozenset()) -> list[str]:
+    """The undefined symbols of `library` that none of the allowed sources
+    answers (`beside`: what the wheel's other libraries export)."""
     bad = []
     for name, version, kind in undefined_symbols(library):
+        if name in beside:
+            continue
         weak_hook = kind == "w" and (name in WEAK_HOOKS or name.startswith(WEAK_HOOK_PREFIXES))
         if version.startswith(RUNTIME_VERSIONS) or weak_hook:
             continue
@@ -132,9 +146,11 @@ def audit(wheels: Path, variant: str, arch_list: str | None) -> list[str]:
             libraries = sorted(p for p in Path(tmp).rglob("*.so*") if ".libs" not in p.parts[-2])
             if binary and not libraries:
                 problems.append(f"{whl.name}: a platform wheel with no shared library")
+            exports = {lib: defined_symbols(lib) for lib in libraries}
             for lib in libraries:
                 where = f"{whl.name}: {lib.relative_to(tmp)}"
-                bad = symbol_problems(lib, cuda_major)
+                beside = set().union(*(s for other, s in exports.items() if other != lib))
+                bad = symbol_problems(lib, cuda_major, beside)
                 if bad:
                     problems.append(
                         f"{where}: undefined symbols beyond the stable C shims: {', '.join(bad[:8])}"

@@ -1,6 +1,8 @@
 """Repairs a kernforge binary wheel with auditwheel, leaving out the libraries
 it must find at run time in the user's environment: torch's own (the stable C
-shims live there) and the CUDA runtime that torch loads.
+shims live there) and the CUDA runtime that torch loads; and kernforge-legacy's
+TH/THC runtime, which the wheel already holds (kernforge_legacy/lib/) and which
+must stay one library of that name that every extension shares.
 
     python ci/repair_wheel.py WHEEL DEST_DIR
 
@@ -20,6 +22,8 @@ EXCLUDE = [
     "libc10_cuda.so",
     "libcudart.so.12",
     "libcudart.so.13",
+    "libkernforge_legacy_th.so",
+    "libkernforge_legacy_thc.so",
 ]
 
 

@@ -52,7 +52,7 @@ class BinaryDistribution(Distribution):
 
 setup(
     version=f"{base.group(1)}+{variant}",
-    cmdclass={"build_py": ffi.build_py(round_ste)},
+    cmdclass={"build_py": ffi.build_py(round_ste, with_runtime=True)},
     distclass=BinaryDistribution,
     # The library uses no Python API (it is loaded with torch.ops.load_library).
     options={"bdist_wheel": {"py_limited_api": "cp310"}},

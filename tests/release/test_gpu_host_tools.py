@@ -124,7 +124,7 @@ def test_racecheck_takes_the_legacy_tests_whose_kernels_share_memory(tmp_path):
     # the package's own kernels: every legacy test module
     runtime = tmp_path / "packages" / "kernforge-legacy" / "src" / "kernforge_legacy" / "runtime"
     runtime.mkdir(parents=True)
-    (runtime / "compat_cuda.cu").write_text("__global__ void add() { __shared__ float t[8]; }")
+    (runtime / "THCTensorMath.cu").write_text("__global__ void add() { __shared__ float t[8]; }")
     assert sanitizer.racecheck_scope(tmp_path) == "lltm or test_ffi or test_th_api"
 
 

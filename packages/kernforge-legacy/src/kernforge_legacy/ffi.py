@@ -26,6 +26,7 @@ This module imports nothing from its package: ``setup.py`` loads it by path.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib.util
 import os
@@ -48,6 +49,8 @@ __all__ = [
     "build_py",
     "create_extension",
     "include_dir",
+    "load_runtime",
+    "runtime_library",
 ]
 
 _HERE = Path(__file__).resolve().parent
@@ -70,6 +73,147 @@ def include_dir() -> str:
 
 class BuildError(RuntimeError):
     """The compiler or linker failed; the message carries their output."""
+
+
+# The TH/THC runtime (runtime/TH*.cpp; THC*.cpp and *.cu in a CUDA build),
+# one shared library that every extension links, as 2017 extensions linked
+# torch's own TH and THC: built once, with the package (kernforge_legacy/lib/)
+# or, where the package has none that fits, into the build root on first use.
+# A CUDA build serves CPU extensions too.
+RUNTIME_LIBS = {False: "libkernforge_legacy_th.so", True: "libkernforge_legacy_thc.so"}
+
+
+def runtime_library(with_cuda: bool = False) -> Path:
+    """The runtime library an extension links: the package's own CUDA build
+    for any extension, else its CPU build for a CPU extension, else one
+    built now (once; ninja keeps it up to date) into the build root."""
+    packaged = _HERE / "lib"
+    for cuda in (True, False) if not with_cuda else (True,):
+        if (packaged / RUNTIME_LIBS[cuda]).exists():
+            return packaged / RUNTIME_LIBS[cuda]
+    return build_runtime(with_cuda)
+
+
+_loaded_runtimes: dict[str, ctypes.CDLL] = {}
+
+
+def load_runtime(with_cuda: bool = False) -> Path:
+    """Loads the runtime library (once a process), before an extension that
+    links it: the extension's dependency then resolves to this copy, whatever
+    its run path says."""
+    path = runtime_library(with_cuda)
+    if str(path) not in _loaded_runtimes:
+        _loaded_runtimes[str(path)] = ctypes.CDLL(str(path))
+    return path
+
+
+def build_runtime(with_cuda: bool, into: str | os.PathLike | None = None, verbose: bool = False) -> Path:
+    """Compiles the runtime library (ninja: only what changed) in the build
+    root, and copies it into the folder `into` when given. Returns its path."""
+    torch_root = _torch_root()
+    key = hashlib.sha1(f"{torch_root}|{_HERE}".encode()).hexdigest()[:10]
+    build_dir = _build_root() / f"runtime-{'cuda' if with_cuda else 'cpu'}-{key}"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    lib = RUNTIME_LIBS[with_cuda]
+    _write_if_changed(build_dir / "build.ninja", _runtime_ninja(with_cuda, lib))
+    _run_ninja(build_dir, "the kernforge-legacy runtime", verbose)
+    if into is None:
+        return build_dir / lib
+    Path(into).mkdir(parents=True, exist_ok=True)
+    target = Path(into) / lib
+    tmp = target.with_name(f".{lib}.tmp")
+    shutil.copyfile(build_dir / lib, tmp)
+    os.replace(tmp, target)
+    return target
+
+
+def _runtime_sources(with_cuda: bool) -> list[Path]:
+    runtime = _HERE / "runtime"
+    sources = sorted(p for p in runtime.glob("TH*.cpp") if with_cuda or not p.name.startswith("THC"))
+    return sources + (sorted(runtime.glob("*.cu")) if with_cuda else [])
+
+
+def _runtime_ninja(with_cuda: bool, lib: str) -> str:
+    flags = _toolchain_flags(with_cuda)
+    cxxflags = ["-std=c++17", "-O3", "-fPIC", *flags["defines"], *flags["includes"], *flags["cxx"]]
+    ldflags = [
+        "-shared",
+        f"-Wl,-soname,{lib}",
+        f"-Wl,--version-script={_HERE / 'runtime' / 'runtime.map'}",
+        *flags["link"],
+    ]
+    rules = _ninja_header(cxxflags=cxxflags, ldflags=ldflags, nvccflags=flags["nvcc"], with_cuda=with_cuda)
+    objects = []
+    for src in _runtime_sources(with_cuda):
+        obj = f"obj/{src.stem}{'_cu' if src.suffix == '.cu' else ''}.o"
+        objects.append(obj)
+        rules.append(f"build {obj}: {'nvcc' if src.suffix == '.cu' else 'cxx'} {_esc(src)}")
+    rules.append(f"build {lib}: link {' '.join(objects)}")
+    rules.append(f"default {lib}")
+    return "\n".join(rules) + "\n"
+
+
+def _toolchain_flags(with_cuda: bool) -> dict[str, list[str]]:
+    """What the runtime and every extension compile and link with: the
+    headers' folders, torch's, CUDA's; the stable ABI target; torch's and
+    CUDA's libraries."""
+    torch_root = _torch_root()
+    inc = Path(include_dir())
+    # the folders too, for the old `#include "TH.h"` / `"THCTensor.h"` / `"THCUNN.h"`
+    includes = [f"-I{inc / d}" for d in ("", "TH", "THC", "THCUNN")]
+    defines: list[str] = []
+    cxx = [f"-I{torch_root / 'include'}", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"]
+    link = ["-Wl,--no-undefined", f"-L{torch_root / 'lib'}", "-lc10", "-ltorch_cpu", "-ltorch"]
+    nvcc: list[str] = []
+    if with_cuda:
+        cuda_home = _cuda_home()
+        defines.append("-DKERNFORGE_LEGACY_WITH_CUDA")
+        cublas_include, cublas_link = _cublas(cuda_home)
+        includes += [f"-I{cuda_home / 'include'}", *cublas_include]
+        cxx.append("-DUSE_CUDA")
+        link += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart", *cublas_link]
+        nvcc = [
+            "-std=c++17", "-O3", "-Xcompiler=-fPIC", *defines, *includes,
+            # 2017 kernels call what CUDA 13 and sm_70 took away, without including THC.h
+            "-include", str(_HERE / "include" / "THC" / "kfl_removed_cuda.h"),
+            *_cuda_arch_flags(),
+        ]  # fmt: skip
+    return {"defines": defines, "includes": includes, "cxx": cxx, "link": [*link, "-lm"], "nvcc": nvcc}
+
+
+def _ninja_header(*, cxxflags, ldflags, nvccflags, with_cuda, cflags=(), own_cxxflags=()) -> list[str]:
+    """The variables and rules of a build.ninja (cc, cxx, own_cxx, nvcc, link)."""
+    return [
+        "ninja_required_version = 1.3",
+        f"cc = {os.environ.get('CC', 'cc')}",
+        f"cxx = {os.environ.get('CXX', 'c++')}",
+        f"nvcc = {_nvcc() if with_cuda else ''}",
+        f"cflags = {_join(cflags)}",
+        f"cxxflags = {_join(cxxflags)}",
+        f"own_cxxflags = {_join(own_cxxflags)}",
+        f"nvccflags = {_join(nvccflags)}",
+        f"ldflags = {_join(ldflags)}",
+        "",
+        "rule cc",
+        "  command = $cc -MMD -MF $out.d $cflags -c $in -o $out",
+        "  depfile = $out.d",
+        "  deps = gcc",
+        "rule cxx",
+        "  command = $cxx -MMD -MF $out.d $cxxflags -c $in -o $out",
+        "  depfile = $out.d",
+        "  deps = gcc",
+        "rule own_cxx",
+        "  command = $cxx -MMD -MF $out.d $own_cxxflags -c $in -o $out",
+        "  depfile = $out.d",
+        "  deps = gcc",
+        "rule nvcc",
+        "  command = $nvcc -MD -MF $out.d $nvccflags -c $in -o $out",
+        "  depfile = $out.d",
+        "  deps = gcc",
+        "rule link",
+        "  command = $cxx $in $ldflags -o $out",
+        "",
+    ]
 
 
 class ArgumentTypeError(TypeError, RuntimeError):
@@ -320,18 +464,26 @@ class Extension:
         digest = hashlib.sha1(str(target_dir).encode()).hexdigest()[:10]
         return "kfl_" + re.sub(r"\W", "_", self.name) + "_" + digest
 
-    def build(self, base_path: str | os.PathLike | None = None) -> Path:
+    def build(self, base_path: str | os.PathLike | None = None, runtime: Path | None = None) -> Path:
         """Compiles and links the extension, and writes its package
         (``<base>/<name as folders>/__init__.py`` and ``_<name>.so``; the base
         is the build script's folder unless given). Returns the package folder.
-        Raises :class:`BuildError` with the compiler's output on failure."""
+        Raises :class:`BuildError` with the compiler's output on failure.
+        The TH/THC functions come from the runtime library
+        (:func:`runtime_library`, or `runtime`), which is not compiled again."""
         target = self.target_dir(Path(base_path) if base_path else None)
         ns = self.namespace(target)
         build_dir = _build_root() / ns
         build_dir.mkdir(parents=True, exist_ok=True)
         _write_if_changed(build_dir / "ops.cpp", self._ops_source(ns))
         so = f"_{self.module_name}.so"
-        _write_if_changed(build_dir / "build.ninja", self._ninja(build_dir, so))
+        if runtime is None:
+            runtime = runtime_library(self.with_cuda)
+            rpath = str(runtime.parent)
+        else:  # one that travels with the module (in the same wheel)
+            runtime = Path(runtime).resolve()
+            rpath = "$ORIGIN/" + os.path.relpath(runtime.parent, target.resolve())
+        _write_if_changed(build_dir / "build.ninja", self._ninja(build_dir, so, runtime, rpath))
         try:
             _run_ninja(build_dir, self.name, self.verbose)
         except BuildError as e:
@@ -375,7 +527,7 @@ class Extension:
             )
             lines.append(f"{ret} op_{f.name}({', '.join(sig)}) {{")
             lines.append("  kernforge_legacy::CallScope scope;  // storages the call borrowed end with it")
-            tensors = [f"a{i} ? &*a{i} : nullptr" for i, p in enumerate(f.params) if p.is_tensor]
+            tensors = [f"a{i} ? a{i}->get() : nullptr" for i, p in enumerate(f.params) if p.is_tensor]
             if self.with_cuda and tensors:
                 lines.append(f"  kernforge_legacy::DeviceGuard guard{{{', '.join(tensors)}}};")
             call = f"{f.name}({', '.join(args)})"
@@ -402,11 +554,13 @@ class Extension:
             "",
             "import torch as _torch",
             "from kernforge_legacy.ffi import legacy_function as _legacy_function",
+            "from kernforge_legacy.ffi import load_runtime as _load_runtime",
             "",
             "# built by .build() as _NAME.so, or by setuptools (distutils_extension()) as _NAME<suffix>",
             "_here = _os.path.dirname(__file__)",
             f"_names = [{so!r}] + [{so.removesuffix('.so')!r} + s for s in _SUFFIXES]",
             "_paths = [_os.path.join(_here, n) for n in _names]",
+            f"_load_runtime({self.with_cuda!r})  # the TH/THC functions the library calls",
             "_torch.ops.load_library(next((p for p in _paths if _os.path.exists(p)), _paths[0]))",
             f"_ops = getattr(_torch.ops, {ns!r})",
             "",
@@ -416,32 +570,22 @@ class Extension:
         ]
         return "\n".join(lines) + "\n"
 
-    def _flags(self) -> dict[str, list[str]]:
+    def _flags(self, runtime: Path, rpath: str) -> dict[str, list[str]]:
         """The compiler and linker flags of both builds: "defines" and
         "includes" (every compiler, nvcc too), "c" and "cxx" (each language's
-        own), "link" (libraries, after the objects)."""
-        import torch
-
-        torch_root = Path(torch.__file__).resolve().parent
+        own), "link" (the runtime library, found at `rpath` when loaded
+        outside Python, and the other libraries, after the objects)."""
+        tool = _toolchain_flags(self.with_cuda)
         defines = [f"-D{n}" if v is None else f"-D{n}={v}" for n, v in self.define_macros]
-        defines += [f"-U{n}" for n in self.undef_macros]
-        # the folders too, for the old `#include "TH.h"` / `"THCTensor.h"` / `"THCUNN.h"`
-        inc = Path(include_dir())
-        includes = [f"-I{inc / d}" for d in ("", "TH", "THC", "THCUNN")]
-        includes += [f"-I{d}" for d in self.include_dirs]
-        # last, the sources' own folders: TH's generic headers include the
-        # generic file ("generic/foo.c", TH_GENERIC_FILE) by its path from there
+        defines += [f"-U{n}" for n in self.undef_macros] + tool["defines"]
+        # the compatibility headers' folders, the extension's own, then (last)
+        # the sources' own folders: TH's generic headers include the generic
+        # file ("generic/foo.c", TH_GENERIC_FILE) by its path from there; CUDA's
+        includes = tool["includes"][:4] + [f"-I{d}" for d in self.include_dirs]
         includes += [f"-I{d}" for d in dict.fromkeys(Path(s).parent for s in self.sources)]
-        link = ["-Wl,--no-undefined", f"-L{torch_root / 'lib'}", "-lc10", "-ltorch_cpu", "-ltorch"]
-        cxx_extra = [f"-I{torch_root / 'include'}", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"]
-        if self.with_cuda:
-            cuda_home = _cuda_home()
-            defines.append("-DKERNFORGE_LEGACY_WITH_CUDA")
-            cublas_include, cublas_link = _cublas(cuda_home)
-            includes += [f"-I{cuda_home / 'include'}", *cublas_include]
-            cxx_extra.append("-DUSE_CUDA")
-            link += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart", *cublas_link]
-        link += [f"-L{d}" for d in self.library_dirs] + [f"-l{lib}" for lib in self.libraries] + ["-lm"]
+        includes += tool["includes"][4:]
+        link = [f"-L{runtime.parent}", f"-l:{runtime.name}", f"-Wl,-rpath,{rpath}", *tool["link"]]
+        link += [f"-L{d}" for d in self.library_dirs] + [f"-l{lib}" for lib in self.libraries]
         # Sources compiled with -fopenmp call the OpenMP runtime. The 2017 link
         # left those calls open and the libgomp torch had loaded answered them
         # at import; this link leaves nothing open, so it links gcc's runtime
@@ -455,7 +599,7 @@ class Extension:
             "defines": defines,
             "includes": includes,
             "c": ["-fexceptions", "-fcommon"],
-            "cxx": cxx_extra,
+            "cxx": tool["cxx"],
             "link": link,
         }
 
@@ -496,7 +640,8 @@ class Extension:
         self._write_package(target, ns, f"_{self.module_name}.so", Path(self.base_path))
         package = os.path.relpath(self.base_path, os.getcwd())
         prefix = "" if package == "." or package.startswith("..") else package.replace(os.sep, ".") + "."
-        flags = self._flags()
+        runtime = runtime_library(self.with_cuda)
+        flags = self._flags(runtime, str(runtime.parent))
         own_args = [a for a in self.extra_compile_args if not _CXX_BELOW_17.fullmatch(a)]
         if len(own_args) < len(self.extra_compile_args):
             dropped = sorted(set(self.extra_compile_args) - set(own_args))
@@ -523,11 +668,10 @@ class Extension:
             language="c++",
         )
 
-    def _units(self, build_dir: Path, nvcc: bool = False) -> list[Path]:
-        """Every source the build compiles, in the order of its objects; with
-        ``nvcc`` (a CUDA build that compiles .cu files) the runtime's kernels too."""
-        kernels = [_HERE / "runtime" / "compat_cuda.cu"] if nvcc else []
-        return [*self.sources, _HERE / "runtime" / "compat.cpp", build_dir / "ops.cpp", *kernels]
+    def _units(self, build_dir: Path) -> list[Path]:
+        """Every source the build compiles, in the order of its objects: the
+        extension's own, then its op wrappers."""
+        return [*self.sources, build_dir / "ops.cpp"]
 
     def _undefined_functions(self, output: str) -> str | None:
         """For a link that failed on undefined references: one message naming
@@ -594,62 +738,33 @@ class Extension:
             "(from kernforge_legacy.ffi import build_py) or ext_modules=[ffi.distutils_extension()]"
         )
 
-    def _ninja(self, build_dir: Path, so: str) -> str:
-        flags = self._flags()
+    def _ninja(self, build_dir: Path, so: str, runtime: Path, rpath: str) -> str:
+        flags = self._flags(runtime, rpath)
         common = ["-O3", "-fPIC", "-fvisibility=hidden", *flags["defines"], *flags["includes"]]
         # a C++ compiler as CC compiles the .c sources as C++, in its own standard
         cflags = [*([] if _cc_is_cxx() else ["-std=gnu11"]), *common, *flags["c"], *self.extra_compile_args]
         # the extension's own extra_compile_args are for its sources, not for the op
-        # wrappers and the TH runtime (a -std=c99 there would be a C++ warning)
-        own_cxxflags = [
-            "-std=c++17",
-            *common,
-            *flags["cxx"],
-            *(["-DKFL_CUDA_KERNELS"] if self.with_cuda else []),
-        ]
-        cxxflags = [*own_cxxflags, *self.extra_compile_args]
-        ldflags = ["-shared", *flags["link"]]
-        defines, includes = flags["defines"], flags["includes"]
-        nvcc = _nvcc() if self.with_cuda else ""
-        nvccflags = [
-            "-std=c++17", "-O3", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden", *defines, *includes,
-            # 2017 kernels call what CUDA 13 and sm_70 took away, without including THC.h
-            "-include", str(_HERE / "include" / "THC" / "kfl_removed_cuda.h"),
-            *_cuda_arch_flags(),
-        ]  # fmt: skip
-        rules = [
-            "ninja_required_version = 1.3",
-            f"cc = {os.environ.get('CC', 'cc')}",
-            f"cxx = {os.environ.get('CXX', 'c++')}",
-            f"nvcc = {nvcc}",
-            f"cflags = {_join(cflags)}",
-            f"cxxflags = {_join(cxxflags)}",
-            f"own_cxxflags = {_join(own_cxxflags)}",
-            f"nvccflags = {_join(nvccflags)}",
-            f"ldflags = {_join(ldflags)}",
-            "",
-            "rule cc",
-            "  command = $cc -MMD -MF $out.d $cflags -c $in -o $out",
-            "  depfile = $out.d",
-            "  deps = gcc",
-            "rule cxx",
-            "  command = $cxx -MMD -MF $out.d $cxxflags -c $in -o $out",
-            "  depfile = $out.d",
-            "  deps = gcc",
-            "rule own_cxx",
-            "  command = $cxx -MMD -MF $out.d $own_cxxflags -c $in -o $out",
-            "  depfile = $out.d",
-            "  deps = gcc",
-            "rule nvcc",
-            "  command = $nvcc -MD -MF $out.d $nvccflags -c $in -o $out",
-            "  depfile = $out.d",
-            "  deps = gcc",
-            "rule link",
-            "  command = $cxx $in $ldflags -o $out",
-            "",
-        ]
+        # wrappers (a -std=c99 there would be a C++ warning)
+        own_cxxflags = ["-std=c++17", *common, *flags["cxx"]]
+        nvccflags = []
+        if self.with_cuda:
+            nvccflags = [
+                "-std=c++17", "-O3", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
+                *flags["defines"], *flags["includes"],
+                # 2017 kernels call what CUDA 13 and sm_70 took away, without including THC.h
+                "-include", str(_HERE / "include" / "THC" / "kfl_removed_cuda.h"),
+                *_cuda_arch_flags(),
+            ]  # fmt: skip
+        rules = _ninja_header(
+            cflags=cflags,
+            cxxflags=[*own_cxxflags, *self.extra_compile_args],
+            own_cxxflags=own_cxxflags,
+            nvccflags=nvccflags,
+            ldflags=["-shared", *flags["link"]],
+            with_cuda=self.with_cuda,
+        )
         objects = []
-        for i, src in enumerate(self._units(build_dir, nvcc=self.with_cuda)):
+        for i, src in enumerate(self._units(build_dir)):
             rule = {".c": "cc", ".cu": "nvcc"}.get(src.suffix, "cxx" if i < len(self.sources) else "own_cxx")
             obj = f"obj/{i}_{src.stem}.o"
             objects.append(obj)
@@ -704,19 +819,26 @@ def create_extension(
     )
 
 
-def build_py(*extensions: Extension):
+def build_py(*extensions: Extension, with_runtime: bool = False):
     """A setuptools ``build_py`` command that also builds ``extensions`` into
     the wheel: what ``cffi_modules=[...]`` did in a legacy ``setup.py``
     (``cmdclass={"build_py": build_py(ffi)}``). An extension whose build
     script sits in a package lands in that package (``my_package/build.py``
-    with ``"_ext.my_lib"`` gives ``my_package._ext.my_lib``)."""
+    with ``"_ext.my_lib"`` gives ``my_package._ext.my_lib``). With
+    `with_runtime` (kernforge-legacy's own setup.py) the runtime library is
+    built into the wheel too (``kernforge_legacy/lib/``, with CUDA when an
+    extension has it), and the extensions link that copy."""
     from setuptools.command.build_py import build_py as _base
 
     class BuildPy(_base):
         def run(self):
             super().run()
+            runtime = None
+            if with_runtime:
+                cuda = any(ext.with_cuda for ext in extensions)
+                runtime = build_runtime(cuda, into=Path(self.build_lib, "kernforge_legacy", "lib"))
             for ext in extensions:
-                ext.build(base_path=self._build_base(ext.base_path))
+                ext.build(base_path=self._build_base(ext.base_path), runtime=runtime)
 
         def _build_base(self, src: Path) -> Path:
             for pkg in self.packages or []:
@@ -822,9 +944,22 @@ def _cuda_arch_flags() -> list[str]:
 
 
 def _build_root() -> Path:
-    from torch.utils.cpp_extension import get_default_build_root
+    """torch's extension build root ($TORCH_EXTENSIONS_DIR, else the user's
+    cache folder), found without importing torch: a build that has nothing
+    to do takes well under a second."""
+    root = os.environ.get("TORCH_EXTENSIONS_DIR")
+    if not root:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+        root = os.path.realpath(os.path.join(cache, "torch_extensions"))
+    return Path(root) / "kernforge_legacy"
 
-    return Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()) / "kernforge_legacy"
+
+def _torch_root() -> Path:
+    """torch's package folder (headers and libraries), without importing it."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("kernforge_legacy.ffi builds against torch, which is not installed")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
 def _run_ninja(build_dir: Path, name: str, verbose: bool) -> None:

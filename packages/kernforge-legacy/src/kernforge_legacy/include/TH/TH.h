@@ -5,7 +5,8 @@
  * resize, fill or zero through them is seen by the caller in Python. The
  * element type of each handle is TH's `real`: float for THFloatTensor,
  * int64_t (`long` on Linux) for THLongTensor, THHalf for THHalfTensor.
- * Implemented by kernforge_legacy/runtime/compat.cpp on torch's stable C ABI.
+ * Implemented by the runtime library every extension links
+ * (kernforge_legacy/runtime/, one file per TH family) on torch's stable C ABI.
  *
  * THError and THArgCheck raise a Python RuntimeError with the message, file
  * and line; C sources are built with -fexceptions for that. */

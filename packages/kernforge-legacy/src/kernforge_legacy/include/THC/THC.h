@@ -2,7 +2,7 @@
  * over the torch tensors an extension's functions are called with.
  *
  * Legacy sources declare `extern THCState *state;` and pass it first to every
- * THC function; the extension defines it (kernforge_legacy/runtime/compat.cpp).
+ * THC function; the runtime library defines it (kernforge_legacy/runtime/THCGeneral.cpp).
  * THCudaTensor holds float, THCudaIntTensor int32_t, THCudaLongTensor int64_t.
  * Only available in extensions built with create_extension(..., with_cuda=True). */
 #ifndef KERNFORGE_LEGACY_THC_H

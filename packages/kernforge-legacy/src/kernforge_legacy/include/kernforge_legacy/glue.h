@@ -42,7 +42,8 @@ TH_FORALL_CPU_TENSORS(KFL_CPU_HANDLE)
 TH_FORALL_CUDA_TENSORS(KFL_CUDA_HANDLE)
 #endif
 
-std::string describe(const torch::stable::Tensor& t);
+// "cpu tensor of float32", "cuda:1 tensor of int64"
+std::string describe(AtenTensorHandle t);
 
 // "fn: argument 2 (index, THIntTensor*): <problem>"
 [[noreturn]] void bad_argument(const char* fn, int index, const char* param, const char* c_type,
@@ -65,7 +66,7 @@ T* tensor_arg(const std::optional<torch::stable::Tensor>& arg, const char* fn, i
       dtype != Handle<T>::dtype_code() || device != Handle<T>::device_code())
     bad_argument(fn, index, param, Handle<T>::pointer,
                  std::string("expected a ") + Handle<T>::device + " tensor of " + Handle<T>::dtype +
-                     ", got a " + describe(t));
+                     ", got a " + describe(t.get()));
   return static_cast<T*>(call_handle(t.get()));
 }
 
@@ -96,10 +97,12 @@ class CallScope {
 
 // Makes the device of the first CUDA tensor argument current for the call, so
 // THCState_getCurrentStream and THCudaMalloc use that device (null: a None
-// argument).
+// argument). Its arguments are plain handles: the runtime library's exports
+// take no type of torch's stable C++ API, whose symbols each library keeps
+// to itself.
 class DeviceGuard {
  public:
-  DeviceGuard(std::initializer_list<const torch::stable::Tensor*> args);
+  DeviceGuard(std::initializer_list<AtenTensorHandle> args);
   ~DeviceGuard();
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;

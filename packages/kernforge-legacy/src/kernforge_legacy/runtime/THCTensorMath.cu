@@ -1,9 +1,7 @@
 // One-pass CUDA kernels for THC math that torch's C shims can only do in two
 // (their add returns a new tensor, which would then be copied into r):
 // r = a + alpha * b, or r = a + c, over contiguous tensors of one type.
-// Built
-// with nvcc into extensions that create_extension(..., with_cuda=True).build()
-// compiles; compat.cpp falls back to the shims without it.
+// Built with nvcc into the runtime library of a CUDA build.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>

@@ -1,0 +1,157 @@
+// TH's general functions (THGeneral.h: THError, THArgCheck, THAlloc, half
+// and bfloat16) and what the op wrappers an extension's ops.cpp is made of
+// call here (kernforge_legacy/glue.h).
+#include "THRuntime.h"
+
+namespace kernforge_legacy {
+
+std::string describe(AtenTensorHandle t) {
+  static const std::pair<int32_t (*)(), const char*> names[] = {
+      {aoti_torch_dtype_uint8, "uint8"},       {aoti_torch_dtype_int8, "int8"},
+      {aoti_torch_dtype_int16, "int16"},       {aoti_torch_dtype_int32, "int32"},
+      {aoti_torch_dtype_int64, "int64"},       {aoti_torch_dtype_float16, "float16"},
+      {aoti_torch_dtype_bfloat16, "bfloat16"}, {aoti_torch_dtype_float32, "float32"},
+      {aoti_torch_dtype_float64, "float64"},   {aoti_torch_dtype_bool, "bool"}};
+  int32_t dtype, device, index;
+  check(aoti_torch_get_dtype(t, &dtype), "dtype");
+  check(aoti_torch_get_device_type(t, &device), "device");
+  check(aoti_torch_get_device_index(t, &index), "device");
+  std::string type = "another dtype";
+  for (const auto& [code, name] : names)
+    if (code() == dtype) type = name;
+  if (device == aoti_torch_device_type_cpu()) return "cpu tensor of " + type;
+  if (device == aoti_torch_device_type_cuda())
+    return "cuda:" + std::to_string(index) + " tensor of " + type;
+  return "tensor of " + type + " on another device";
+}
+
+void bad_argument(const char* fn, int index, const char* param, const char* c_type,
+                  const std::string& problem) {
+  throw std::runtime_error(std::string(fn) + ": argument " + std::to_string(index) + " (" + param +
+                           ", " + c_type + "): " + problem);
+}
+
+DeviceGuard::DeviceGuard(std::initializer_list<AtenTensorHandle> args) {
+  for (AtenTensorHandle t : args) {
+    if (t == nullptr) continue;
+    int32_t device, index;
+    check(aoti_torch_get_device_type(t, &device), "device");
+    if (device != aoti_torch_device_type_cuda()) continue;
+    check(aoti_torch_get_device_index(t, &index), "device");
+    check(aoti_torch_create_device_guard(index, &guard_), "device guard");
+    return;
+  }
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (guard_ != nullptr) aoti_torch_delete_device_guard(guard_);
+}
+
+CallScope::~CallScope() {
+  std::vector<const void*> storages;
+  storages.swap(call_storages);
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  for (const void* h : storages) {
+    auto it = registry.find(h);
+    if (it == registry.end() || it->second.refs > 0) continue;  // freed, or retained
+    registry.erase(it);
+    destroy(h, true);
+  }
+  call_boxes.clear();
+}
+
+void* call_handle(AtenTensorHandle t) {
+  TensorBox& box = call_boxes.emplace_back(TensorBox{t, nullptr, nullptr, 0, 0});
+  refresh(&box);
+  return &box;
+}
+
+}  // namespace kernforge_legacy
+
+extern "C" {
+
+THDescBuff THLongStorage_sizeDesc(const THLongStorage* size) {
+  return describe(longs_of(size, "THLongStorage_sizeDesc"));
+}
+
+float TH_half2float(THHalf value) {
+  return torch::headeronly::detail::fp16_ieee_to_fp32_value(value.x);
+}
+THHalf TH_float2half(float value) {
+  return {torch::headeronly::detail::fp16_ieee_from_fp32_value(value)};
+}
+float TH_bfloat162float(THBFloat16 value) {
+  return torch::headeronly::detail::f32_from_bits(value.x);
+}
+THBFloat16 TH_float2bfloat16(float value) {
+  return {torch::headeronly::detail::round_to_nearest_even(value)};
+}
+
+void* THAlloc(ptrdiff_t size) {
+  if (size < 0) throw std::runtime_error("THAlloc: invalid memory size " + std::to_string(size));
+  if (size == 0) return nullptr;
+  void* p = std::malloc(static_cast<size_t>(size));
+  if (!p)
+    throw std::runtime_error("THAlloc: out of memory allocating " + std::to_string(size) +
+                             " bytes");
+  return p;
+}
+void* THRealloc(void* ptr, ptrdiff_t size) {
+  if (size < 0) throw std::runtime_error("THRealloc: invalid memory size " + std::to_string(size));
+  if (size == 0) {
+    std::free(ptr);
+    return nullptr;
+  }
+  void* p = std::realloc(ptr, static_cast<size_t>(size));
+  if (!p)
+    throw std::runtime_error("THRealloc: out of memory allocating " + std::to_string(size) +
+                             " bytes");
+  return p;
+}
+void THFree(void* ptr) {
+  std::free(ptr);
+}
+double THLog1p(const double x) {
+  return std::log1p(x);
+}
+
+void* kfl_th_data(const void* tensor) {
+  void* p;
+  check(aoti_torch_get_data_ptr(handle(tensor), &p), "TH_TENSOR_APPLY");
+  return p;
+}
+
+long kfl_live_handles(void) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  return static_cast<long>(registry.size());
+}
+
+void kfl_th_error(const char* file, int line, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  const std::string msg = format(fmt, args);
+  va_end(args);
+  throw std::runtime_error(msg + " (" + file + ":" + std::to_string(line) + ")");
+}
+
+void kfl_th_assertion_failed(const char* file, int line, const char* condition, const char* fmt,
+                             ...) {
+  va_list args;
+  va_start(args, fmt);
+  const std::string msg = format(fmt, args);
+  va_end(args);
+  throw std::runtime_error(std::string("Assertion `") + condition + "' failed. " + msg + " (" +
+                           file + ":" + std::to_string(line) + ")");
+}
+
+void kfl_th_arg_check(const char* file, int line, int condition, int arg, const char* fmt, ...) {
+  if (condition) return;
+  va_list args;
+  va_start(args, fmt);
+  const std::string msg = format(fmt, args);
+  va_end(args);
+  throw std::runtime_error("invalid argument " + std::to_string(arg) + ": " + msg + " (" + file +
+                           ":" + std::to_string(line) + ")");
+}
+
+}  // extern "C"

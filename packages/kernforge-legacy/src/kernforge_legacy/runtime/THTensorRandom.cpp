@@ -1,0 +1,166 @@
+// TH's random numbers (THRandom.h, THTensorRandom.h) and THC's.
+#include "THRuntime.h"
+
+extern "C" {
+
+THGenerator* THGenerator_new(void) {
+  return new THGenerator();
+}
+THGenerator* THGenerator_copy(THGenerator* self, THGenerator* from) {
+  *self = *from;
+  return self;
+}
+void THGenerator_free(THGenerator* gen) {
+  delete gen;
+}
+int THGenerator_isValid(THGenerator* gen) {
+  return gen != nullptr;
+}
+void THRandom_manualSeed(THGenerator* gen, uint64_t seed) {
+  gen->engine.seed(static_cast<std::mt19937::result_type>(seed & 0xffffffffu));
+  gen->initial_seed = seed;
+  gen->has_normal = false;
+}
+uint64_t THRandom_seed(THGenerator* gen) {
+  std::random_device device;
+  const uint64_t seed = (static_cast<uint64_t>(device()) << 32) | device();
+  THRandom_manualSeed(gen, seed);
+  return seed;
+}
+uint64_t THRandom_initialSeed(THGenerator* gen) {
+  return gen->initial_seed;
+}
+uint64_t THRandom_random(THGenerator* gen) {
+  return gen->engine();
+}
+double THRandom_uniform(THGenerator* gen, double a, double b) {
+  return uniform01(gen) * (b - a) + a;
+}
+double THRandom_normal(THGenerator* gen, double mean, double stdv) {
+  if (!(stdv > 0))
+    throw std::runtime_error("THRandom_normal: standard deviation must be strictly positive");
+  if (gen->has_normal) {
+    gen->has_normal = false;
+    return gen->normal * stdv + mean;
+  }
+  const double x = uniform01(gen), y = uniform01(gen);
+  const double rho = std::sqrt(-2 * std::log(1.0 - y)), angle = 2 * M_PI * x;
+  gen->normal = rho * std::sin(angle);
+  gen->has_normal = true;
+  return rho * std::cos(angle) * stdv + mean;
+}
+double THRandom_exponential(THGenerator* gen, double lambda) {
+  return -1.0 / lambda * std::log(1 - uniform01(gen));
+}
+double THRandom_cauchy(THGenerator* gen, double median, double sigma) {
+  return median + sigma * std::tan(M_PI * (uniform01(gen) - 0.5));
+}
+double THRandom_logNormal(THGenerator* gen, double mean, double stdv) {
+  const auto [mu, sigma] = log_normal_of(mean, stdv, "THRandom_logNormal");
+  return std::exp(THRandom_normal(gen, mu, sigma));
+}
+int THRandom_geometric(THGenerator* gen, double p) {
+  if (!(p > 0 && p < 1)) throw std::runtime_error("THRandom_geometric: p must be in (0, 1)");
+  return static_cast<int>(std::log(1 - uniform01(gen)) / std::log(p)) + 1;
+}
+int THRandom_bernoulli(THGenerator* gen, double p) {
+  if (!(p >= 0 && p <= 1)) throw std::runtime_error("THRandom_bernoulli: p must be in [0, 1]");
+  return uniform01(gen) <= p;
+}
+
+// The tensor functions: from gen with TH's formulas, or (gen NULL) from
+// torch's default generator with the same distribution (random: uniform
+// below TH's modulus and 2^32).
+#define KFL_DEFINE_RANDOM_API(T, S, real, dtype)                                                   \
+  void T##_random(T* self, THGenerator* gen) {                                                     \
+    if (gen == nullptr) /* TH's values: 32 bits, below the modulus */                              \
+      return torch_drawn(                                                                          \
+          self, "aten::random_", "from", #T "_random", int64_t{0},                                 \
+          std::optional<int64_t>(std::min(random_modulus<real>(), uint64_t{1} << 32)));            \
+    const uint64_t modulus = random_modulus<real>();                                               \
+    fill_drawn(self, [&] { return static_cast<double>(THRandom_random(gen) % modulus); });         \
+  }                                                                                                \
+  void T##_geometric(T* self, THGenerator* gen, double p) {                                        \
+    if (gen == nullptr) /* TH's p is the chance of going on; torch's of stopping */                \
+      return torch_drawn(self, "aten::geometric_", "", #T "_geometric", 1 - p);                    \
+    fill_drawn(self, [&] { return static_cast<double>(THRandom_geometric(gen, p)); });             \
+  }                                                                                                \
+  void T##_bernoulli(T* self, THGenerator* gen, double p) {                                        \
+    if (gen == nullptr) return torch_drawn(self, "aten::bernoulli_", "float", #T "_bernoulli", p); \
+    fill_drawn(self, [&] { return static_cast<double>(THRandom_bernoulli(gen, p)); });             \
+  }
+#define KFL_DEFINE_FLOAT_RANDOM_API(T, S, real, dtype)                                           \
+  void T##_uniform(T* self, THGenerator* gen, double a, double b) {                              \
+    if (gen == nullptr) return torch_drawn(self, "aten::uniform_", "", #T "_uniform", a, b);     \
+    fill_drawn(self, [&] { return THRandom_uniform(gen, a, b); });                               \
+  }                                                                                              \
+  void T##_normal(T* self, THGenerator* gen, double mean, double stdv) {                         \
+    if (gen == nullptr) return torch_drawn(self, "aten::normal_", "", #T "_normal", mean, stdv); \
+    fill_drawn(self, [&] { return THRandom_normal(gen, mean, stdv); });                          \
+  }                                                                                              \
+  void T##_exponential(T* self, THGenerator* gen, double lambda) {                               \
+    if (gen == nullptr)                                                                          \
+      return torch_drawn(self, "aten::exponential_", "", #T "_exponential", lambda);             \
+    fill_drawn(self, [&] { return THRandom_exponential(gen, lambda); });                         \
+  }                                                                                              \
+  void T##_cauchy(T* self, THGenerator* gen, double median, double sigma) {                      \
+    if (gen == nullptr)                                                                          \
+      return torch_drawn(self, "aten::cauchy_", "", #T "_cauchy", median, sigma);                \
+    fill_drawn(self, [&] { return THRandom_cauchy(gen, median, sigma); });                       \
+  }                                                                                              \
+  void T##_logNormal(T* self, THGenerator* gen, double mean, double stdv) {                      \
+    if (gen == nullptr) {                                                                        \
+      const auto [mu, sigma] = log_normal_of(mean, stdv, #T "_logNormal");                       \
+      return torch_drawn(self, "aten::log_normal_", "", #T "_logNormal", mu, sigma);             \
+    }                                                                                            \
+    fill_drawn(self, [&] { return THRandom_logNormal(gen, mean, stdv); });                       \
+  }                                                                                              \
+  void T##_rand(T* r, THGenerator* gen, THLongStorage* size) {                                   \
+    resize(r, longs_of(size, #T "_rand"), #T "_rand");                                           \
+    T##_uniform(r, gen, 0, 1);                                                                   \
+  }                                                                                              \
+  void T##_randn(T* r, THGenerator* gen, THLongStorage* size) {                                  \
+    resize(r, longs_of(size, #T "_randn"), #T "_randn");                                         \
+    T##_normal(r, gen, 0, 1);                                                                    \
+  }
+TH_FORALL_CPU_TENSORS(KFL_DEFINE_RANDOM_API)
+TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_FLOAT_RANDOM_API)
+
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+// THC's random numbers: torch's CUDA generator, THC's parameters
+#define KFL_DEFINE_CUDA_RANDOM(T, S, real, dtype)                       \
+  void T##_bernoulli(THCState*, T* self, double p) {                    \
+    torch_drawn(self, "aten::bernoulli_", "float", #T "_bernoulli", p); \
+  }                                                                     \
+  void T##_geometric(THCState*, T* self, double p) {                    \
+    torch_drawn(self, "aten::geometric_", "", #T "_geometric", p);      \
+  }
+TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_RANDOM)
+#define KFL_DEFINE_CUDA_FLOAT_RANDOM(T, S, real, dtype)                      \
+  void T##_uniform(THCState*, T* self, double a, double b) {                 \
+    torch_drawn(self, "aten::uniform_", "", #T "_uniform", a, b);            \
+  }                                                                          \
+  void T##_normal(THCState*, T* self, double mean, double stdv) {            \
+    torch_drawn(self, "aten::normal_", "", #T "_normal", mean, stdv);        \
+  }                                                                          \
+  void T##_logNormal(THCState*, T* self, double mean, double stdv) {         \
+    torch_drawn(self, "aten::log_normal_", "", #T "_logNormal", mean, stdv); \
+  }                                                                          \
+  void T##_exponential(THCState*, T* self, double lambda) {                  \
+    torch_drawn(self, "aten::exponential_", "", #T "_exponential", lambda);  \
+  }                                                                          \
+  void T##_cauchy(THCState*, T* self, double median, double sigma) {         \
+    torch_drawn(self, "aten::cauchy_", "", #T "_cauchy", median, sigma);     \
+  }                                                                          \
+  void T##_rand(THCState*, T* r, THLongStorage* size) {                      \
+    resize(r, longs_of(size, #T "_rand"), #T "_rand");                       \
+    torch_drawn(r, "aten::uniform_", "", #T "_rand", 0.0, 1.0);              \
+  }                                                                          \
+  void T##_randn(THCState*, T* r, THLongStorage* size) {                     \
+    resize(r, longs_of(size, #T "_randn"), #T "_randn");                     \
+    torch_drawn(r, "aten::normal_", "", #T "_randn", 0.0, 1.0);              \
+  }
+TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_FLOAT_RANDOM)
+#endif
+
+}  // extern "C"
