@@ -111,6 +111,7 @@ int THCState_getNumDevices(THCState*) {
 
 #define KFL_DEFINE_DEVICE_API(T, S, real, dtype)                               \
   int T##_getDevice(THCState*, const T* self) {                                \
+    need(#T "_getDevice", {{self, 1, "self", #T "*"}});                        \
     int32_t index;                                                             \
     check(aoti_torch_get_device_index(handle(self), &index), #T "_getDevice"); \
     return index;                                                              \

@@ -71,6 +71,7 @@ void* call_handle(AtenTensorHandle t) {
 extern "C" {
 
 THDescBuff THLongStorage_sizeDesc(const THLongStorage* size) {
+  need("THLongStorage_sizeDesc", {{size, 1, "size", "THLongStorage*"}});
   return describe(longs_of(size, "THLongStorage_sizeDesc"));
 }
 

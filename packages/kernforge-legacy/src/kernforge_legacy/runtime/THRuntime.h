@@ -3,6 +3,7 @@
 // functions are written with. Everything here has the runtime library's own
 // linkage; the library exports only TH's and THC's functions (runtime.map).
 #pragma once
+#include <dlfcn.h>
 #include <kernforge_legacy/glue.h>
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_aten.h>
@@ -79,13 +80,49 @@ static_assert(sizeof(StorageBox) == sizeof(THFloatStorage) &&
               offsetof(StorageBox, size) == offsetof(THFloatStorage, size) &&
               offsetof(StorageBox, owner) == offsetof(THFloatStorage, kfl_owner));
 
+// One handle argument of a TH function, for need(): NULL is an error, as TH's
+// THArgCheck would have made it (TH itself crashed).
+struct Arg {
+  const void* handle;
+  int index;  // 1-based, THC's state not counted
+  const char* name;
+  const char* type;  // "THFloatTensor*"
+};
+
+// Raises, naming the function and the argument, when a handle it needs is
+// NULL; every TH function checks its handles with it before anything else.
+inline void need(const char* fn, std::initializer_list<Arg> args) {
+  for (const Arg& a : args)
+    if (a.handle == nullptr)
+      throw std::runtime_error(std::string(fn) + ": argument " + std::to_string(a.index) + " (" +
+                               a.name + ", " + a.type + ") is NULL; a " + a.type +
+                               " is needed here");
+}
+
 inline AtenTensorHandle handle(const void* t) {
+  if (t == nullptr) throw std::runtime_error("kernforge_legacy: a NULL tensor or storage handle");
   return static_cast<const TensorBox*>(t)->tensor;  // a StorageBox's tensor is first too
 }
 
+// torch's message for the last error of this thread, where the running torch
+// tells it (2.13 and later: torch_exception_get_what_without_backtrace); the
+// binary targets 2.10, so it is looked up when the library loads.
+inline const char* torch_reason() {
+  using Fn = const char* (*)();
+  static const Fn fn =
+      reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "torch_exception_get_what_without_backtrace"));
+  const char* what = fn ? fn() : nullptr;
+  return what != nullptr && *what != 0 ? what : nullptr;
+}
+
+// A failed shim call: `what` (the TH function) and torch's reason.
 inline void check(AOTITorchError err, const char* what) {
-  if (err != AOTI_TORCH_SUCCESS)
-    throw std::runtime_error(std::string("kernforge_legacy: ") + what + " failed");
+  if (err == AOTI_TORCH_SUCCESS) return;
+  const char* reason = torch_reason();
+  throw std::runtime_error(std::string(what) + ": " +
+                           (reason ? reason
+                                   : "torch refused the arguments (their sizes, dtypes "
+                                     "or devices do not fit)"));
 }
 
 inline std::string format(const char* fmt, va_list args) {
@@ -208,6 +245,55 @@ inline std::vector<int64_t> sizes(const Tensor& t) {
   int64_t* values;
   check(aoti_torch_get_sizes(t.get(), &values), "sizes");
   return std::vector<int64_t>(values, values + t.dim());
+}
+
+// TH's checks of a view's arguments, made before torch sees them (whose
+// errors would name its C shims): `dim` a dimension of t (of one more for
+// unsqueeze), `index` inside it.
+inline void check_dim(const Tensor& t, int64_t dim, const char* fn, int64_t extra = 0) {
+  const int64_t n = t.dim() + extra;
+  if (dim < 0 || dim >= n)
+    throw std::runtime_error(std::string(fn) + ": dimension " + std::to_string(dim) +
+                             " out of range of a " + std::to_string(t.dim()) + "-D tensor");
+}
+inline Tensor selected(const Tensor& t, int dim, int64_t index, const char* fn) {
+  check_dim(t, dim, fn);
+  const int64_t size = sizes(t)[dim];
+  if (index < 0 || index >= size)
+    throw std::runtime_error(std::string(fn) + ": index " + std::to_string(index) +
+                             " out of range of dimension " + std::to_string(dim) + " (size " +
+                             std::to_string(size) + ")");
+  return torch::stable::select(t, dim, index);
+}
+inline Tensor narrowed(const Tensor& t, int dim, int64_t first, int64_t length, const char* fn) {
+  check_dim(t, dim, fn);
+  const int64_t size = sizes(t)[dim];
+  if (first < 0 || length < 0 || first > size - length)
+    throw std::runtime_error(std::string(fn) + ": elements " + std::to_string(first) + " to " +
+                             std::to_string(first + length - 1) + " out of range of dimension " +
+                             std::to_string(dim) + " (size " + std::to_string(size) + ")");
+  return torch::stable::narrow(const_cast<Tensor&>(t), dim, first, length);
+}
+inline Tensor swapped(const Tensor& t, int dim1, int dim2, const char* fn) {
+  check_dim(t, dim1, fn);
+  check_dim(t, dim2, fn);
+  return torch::stable::transpose(t, dim1, dim2);
+}
+inline Tensor squeezed_at(const Tensor& t, int dim, const char* fn) {
+  check_dim(t, dim, fn);
+  return torch::stable::squeeze(t, dim);
+}
+inline Tensor unsqueezed_at(const Tensor& t, int dim, const char* fn) {
+  check_dim(t, dim, fn, 1);
+  return torch::stable::unsqueeze(t, dim);
+}
+// unfold's arguments: slices of `size` every `step` along `dim`
+inline void check_unfold(const Tensor& t, int dim, int64_t size, int64_t step, const char* fn) {
+  check_dim(t, dim, fn);
+  if (size < 0 || size > sizes(t)[dim] || step <= 0)
+    throw std::runtime_error(std::string(fn) + ": slices of " + std::to_string(size) + " every " +
+                             std::to_string(step) + " do not fit dimension " + std::to_string(dim) +
+                             " (size " + std::to_string(sizes(t)[dim]) + ")");
 }
 
 // ---- handles TH code makes, with TH's reference counts
@@ -480,6 +566,20 @@ void set_element(const void* t, std::initializer_list<int64_t> index, Real value
     cuda_element_copy(t, p, &value, sizeof(Real), false, fn);
   else
     std::memcpy(p, &value, sizeof(Real));
+}
+
+// The n values at p (sizes or strides given as a C array); NULL is none
+// (strides) or an error (sizes, `needed`).
+inline std::optional<std::vector<int64_t>> values_at(const int64_t* p, int n, bool needed,
+                                                     const char* what, const char* fn) {
+  if (n < 0)
+    throw std::runtime_error(std::string(fn) + ": negative number of dimensions " +
+                             std::to_string(n));
+  if (p == nullptr && (needed && n > 0))
+    throw std::runtime_error(std::string(fn) + ": " + what + " is NULL for " + std::to_string(n) +
+                             " dimensions");
+  if (p == nullptr) return needed ? std::optional(std::vector<int64_t>{}) : std::nullopt;
+  return std::vector<int64_t>(p, p + n);
 }
 
 // The values of a THLongStorage of sizes or strides.
@@ -959,8 +1059,16 @@ inline void filled(const void* r, std::vector<int64_t> shape, double value, cons
 
 // TH's cat and catArray: the tensors joined along dimension, into r
 inline void joined(const void* r, const void* const* inputs, int n, int dimension, const char* fn) {
+  if (n < 1 || inputs == nullptr)
+    throw std::runtime_error(std::string(fn) + ": needs at least one tensor, got " +
+                             std::to_string(n) + (inputs ? "" : " (inputs is NULL)"));
   std::vector<Tensor> parts;
-  for (int i = 0; i < n; ++i) parts.push_back(borrow(inputs[i]));
+  for (int i = 0; i < n; ++i) {
+    if (inputs[i] == nullptr)
+      throw std::runtime_error(std::string(fn) + ": tensor " + std::to_string(i) + " of " +
+                               std::to_string(n) + " is NULL");
+    parts.push_back(borrow(inputs[i]));
+  }
   into(r, "aten::cat", "", fn, parts, static_cast<int64_t>(dimension));
 }
 

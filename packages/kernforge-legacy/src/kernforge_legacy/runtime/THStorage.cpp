@@ -7,12 +7,15 @@ extern "C" {
 // makes are on the current CUDA device. NONE is the parameter list of S_new.
 #define KFL_DEFINE_STORAGE_API(S, real, dtype, cuda, NONE, ...)                                    \
   real* S##_data(__VA_ARGS__ const S* self) {                                                      \
+    need(#S "_data", {{self, 1, "self", #S "*"}});                                                 \
     return static_cast<real*>(reinterpret_cast<const StorageBox*>(self)->data);                    \
   }                                                                                                \
   ptrdiff_t S##_size(__VA_ARGS__ const S* self) {                                                  \
+    need(#S "_size", {{self, 1, "self", #S "*"}});                                                 \
     return reinterpret_cast<const StorageBox*>(self)->size;                                        \
   }                                                                                                \
   void S##_fill(__VA_ARGS__ S* self, real value) {                                                 \
+    need(#S "_fill", {{self, 1, "self", #S "*"}});                                                 \
     const Tensor whole = storage_tensor(self, #S "_fill");                                         \
     check(aoti_torch_aten_fill__Scalar(whole.get(), as_double(value)), #S "_fill");                \
   }                                                                                                \
@@ -41,16 +44,19 @@ extern "C" {
                                                    cuda, #S "_newWithSize4"));                     \
   }                                                                                                \
   real S##_get(__VA_ARGS__ const S* self, ptrdiff_t index) {                                       \
+    need(#S "_get", {{self, 1, "self", #S "*"}});                                                  \
     const Tensor storage = storage_tensor(self, #S "_get");                                        \
     const TensorBox whole = box_of(storage);                                                       \
     return get_element<real>(&whole, {static_cast<int64_t>(index)}, cuda, #S "_get");              \
   }                                                                                                \
   void S##_set(__VA_ARGS__ S* self, ptrdiff_t index, real value) {                                 \
+    need(#S "_set", {{self, 1, "self", #S "*"}});                                                  \
     const Tensor storage = storage_tensor(self, #S "_set");                                        \
     const TensorBox whole = box_of(storage);                                                       \
     set_element(&whole, {static_cast<int64_t>(index)}, value, cuda, #S "_set");                    \
   }                                                                                                \
   void S##_retain(__VA_ARGS__ S* self) {                                                           \
+    need(#S "_retain", {{self, 1, "self", #S "*"}});                                               \
     check_counted(self, #S "_retain");                                                             \
     retain(self, #S "_retain");                                                                    \
   }                                                                                                \

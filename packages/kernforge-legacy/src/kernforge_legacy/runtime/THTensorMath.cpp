@@ -8,32 +8,41 @@ extern "C" {
 // TH's math of every handle type T (TH/TH.h's TH_TENSOR_ARITH_API).
 #define KFL_DEFINE_ARITH_API(T, real, accreal, ...)                                                \
   void T##_add(__VA_ARGS__ T* r, T* t, real value) {                                               \
+    need(#T "_add", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                   \
     axpy_op<real>(r, t, nullptr, 0.0, as_double(value), #T "_add");                                \
   }                                                                                                \
   void T##_mul(__VA_ARGS__ T* r, T* t, real value) {                                               \
+    need(#T "_mul", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                   \
     const Tensor self = borrow(t);                                                                 \
     out_op("aten::mul", r, {self, scalar_like(self, value)}, #T "_mul");                           \
   }                                                                                                \
   void T##_div(__VA_ARGS__ T* r, T* t, real value) {                                               \
+    need(#T "_div", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                   \
     const Tensor self = borrow(t);                                                                 \
     div_op<real>(r, self, scalar_like(self, value), #T "_div");                                    \
   }                                                                                                \
   void T##_cadd(__VA_ARGS__ T* r, T* t, real value, T* src) {                                      \
+    need(#T "_cadd", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 4, "src", #T "*"}});         \
     axpy_op<real>(r, t, src, as_double(value), 0.0, #T "_cadd");                                   \
   }                                                                                                \
   void T##_csub(__VA_ARGS__ T* r, T* t, real value, T* src) {                                      \
+    need(#T "_csub", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 4, "src", #T "*"}});         \
     axpy_op<real>(r, t, src, -as_double(value), 0.0, #T "_csub");                                  \
   }                                                                                                \
   void T##_cmul(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
+    need(#T "_cmul", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 3, "src", #T "*"}});         \
     out_op("aten::mul", r, {borrow(t), borrow(src)}, #T "_cmul");                                  \
   }                                                                                                \
   void T##_cdiv(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
+    need(#T "_cdiv", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 3, "src", #T "*"}});         \
     div_op<real>(r, borrow(t), borrow(src), #T "_cdiv");                                           \
   }                                                                                                \
   void T##_abs(__VA_ARGS__ T* r, T* t) {                                                           \
+    need(#T "_abs", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                   \
     out_op("aten::abs", r, {borrow(t)}, #T "_abs");                                                \
   }                                                                                                \
   void T##_clamp(__VA_ARGS__ T* r, T* t, real min_value, real max_value) {                         \
+    need(#T "_clamp", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                 \
     const Tensor self = borrow(t);                                                                 \
     call("aten::clamp", "Tensor_out",                                                              \
          {torch::stable::detail::from(self),                                                       \
@@ -44,80 +53,103 @@ extern "C" {
     refresh(r);                                                                                    \
   }                                                                                                \
   accreal T##_sumall(__VA_ARGS__ T* t) {                                                           \
+    need(#T "_sumall", {{t, 1, "t", #T "*"}});                                                     \
     return accumulate_all<accreal>("aten::sum", t, #T "_sumall");                                  \
   }                                                                                                \
   accreal T##_prodall(__VA_ARGS__ T* t) {                                                          \
+    need(#T "_prodall", {{t, 1, "t", #T "*"}});                                                    \
     return accumulate_all<accreal>("aten::prod", t, #T "_prodall");                                \
   }                                                                                                \
   void T##_sub(__VA_ARGS__ T* r, T* t, real value) {                                               \
+    need(#T "_sub", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                   \
     axpy_op<real>(r, t, nullptr, 0.0, -as_double(value), #T "_sub");                               \
   }                                                                                                \
   void T##_neg(__VA_ARGS__ T* r, T* t) {                                                           \
+    need(#T "_neg", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                   \
     out_op("aten::neg", r, {borrow(t)}, #T "_neg");                                                \
   }                                                                                                \
   void T##_sign(__VA_ARGS__ T* r, T* t) {                                                          \
+    need(#T "_sign", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                  \
     out_op("aten::sign", r, {borrow(t)}, #T "_sign");                                              \
   }                                                                                                \
   void T##_fmod(__VA_ARGS__ T* r, T* t, real value) {                                              \
+    need(#T "_fmod", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                  \
     const Tensor self = borrow(t);                                                                 \
     into(r, "aten::fmod", "Tensor", #T "_fmod", self, scalar_like(self, value));                   \
   }                                                                                                \
   void T##_remainder(__VA_ARGS__ T* r, T* t, real value) {                                         \
+    need(#T "_remainder", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                             \
     const Tensor self = borrow(t);                                                                 \
     into(r, "aten::remainder", "Tensor", #T "_remainder", self, scalar_like(self, value));         \
   }                                                                                                \
   void T##_cfmod(__VA_ARGS__ T* r, T* t, T* src) {                                                 \
+    need(#T "_cfmod", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 3, "src", #T "*"}});        \
     into(r, "aten::fmod", "Tensor", #T "_cfmod", borrow(t), borrow(src));                          \
   }                                                                                                \
   void T##_cremainder(__VA_ARGS__ T* r, T* t, T* src) {                                            \
+    need(#T "_cremainder", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 3, "src", #T "*"}});   \
     into(r, "aten::remainder", "Tensor", #T "_cremainder", borrow(t), borrow(src));                \
   }                                                                                                \
   void T##_cmax(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
+    need(#T "_cmax", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 3, "src", #T "*"}});         \
     out_op("aten::maximum", r, {borrow(t), borrow(src)}, #T "_cmax");                              \
   }                                                                                                \
   void T##_cmin(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
+    need(#T "_cmin", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 3, "src", #T "*"}});         \
     out_op("aten::minimum", r, {borrow(t), borrow(src)}, #T "_cmin");                              \
   }                                                                                                \
   void T##_cmaxValue(__VA_ARGS__ T* r, T* t, real value) {                                         \
+    need(#T "_cmaxValue", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                             \
     const Tensor self = borrow(t);                                                                 \
     out_op("aten::maximum", r, {self, scalar_like(self, value)}, #T "_cmaxValue");                 \
   }                                                                                                \
   void T##_cminValue(__VA_ARGS__ T* r, T* t, real value) {                                         \
+    need(#T "_cminValue", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                             \
     const Tensor self = borrow(t);                                                                 \
     out_op("aten::minimum", r, {self, scalar_like(self, value)}, #T "_cminValue");                 \
   }                                                                                                \
   void T##_sum(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                               \
+    need(#T "_sum", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                   \
     into(r, "aten::sum", "dim_IntList", #T "_sum", borrow(t), dims(dimension), keepdim != 0,       \
          std::nullopt);                                                                            \
   }                                                                                                \
   void T##_prod(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                              \
+    need(#T "_prod", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                  \
     into(r, "aten::prod", "dim_int", #T "_prod", borrow(t), static_cast<int64_t>(dimension),       \
          keepdim != 0, std::nullopt);                                                              \
   }                                                                                                \
   void T##_cumsum(__VA_ARGS__ T* r, T* t, int dimension) {                                         \
+    need(#T "_cumsum", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                \
     into(r, "aten::cumsum", "", #T "_cumsum", borrow(t), static_cast<int64_t>(dimension),          \
          std::nullopt);                                                                            \
   }                                                                                                \
   void T##_cumprod(__VA_ARGS__ T* r, T* t, int dimension) {                                        \
+    need(#T "_cumprod", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                               \
     into(r, "aten::cumprod", "", #T "_cumprod", borrow(t), static_cast<int64_t>(dimension),        \
          std::nullopt);                                                                            \
   }                                                                                                \
   ptrdiff_t T##_numel(__VA_ARGS__ T* t) {                                                          \
+    need(#T "_numel", {{t, 1, "t", #T "*"}});                                                      \
     return numel(t);                                                                               \
   }                                                                                                \
   void T##_zeros(__VA_ARGS__ T* r, THLongStorage* size) {                                          \
+    need(#T "_zeros", {{r, 1, "r", #T "*"}, {size, 2, "size", "THLongStorage*"}});                 \
     filled(r, longs_of(size, #T "_zeros"), 0.0, #T "_zeros");                                      \
   }                                                                                                \
   void T##_ones(__VA_ARGS__ T* r, THLongStorage* size) {                                           \
+    need(#T "_ones", {{r, 1, "r", #T "*"}, {size, 2, "size", "THLongStorage*"}});                  \
     filled(r, longs_of(size, #T "_ones"), 1.0, #T "_ones");                                        \
   }                                                                                                \
   void T##_zerosLike(__VA_ARGS__ T* r, T* input) {                                                 \
+    need(#T "_zerosLike", {{r, 1, "r", #T "*"}, {input, 2, "input", #T "*"}});                     \
     filled(r, sizes(input), 0.0, #T "_zerosLike");                                                 \
   }                                                                                                \
   void T##_onesLike(__VA_ARGS__ T* r, T* input) {                                                  \
+    need(#T "_onesLike", {{r, 1, "r", #T "*"}, {input, 2, "input", #T "*"}});                      \
     filled(r, sizes(input), 1.0, #T "_onesLike");                                                  \
   }                                                                                                \
   void T##_eye(__VA_ARGS__ T* r, int64_t n, int64_t m) {                                           \
+    need(#T "_eye", {{r, 1, "r", #T "*"}});                                                        \
     const char* fn = #T "_eye";                                                                    \
     filled(r, {n, m > 0 ? m : n}, 0.0, fn);                                                        \
     const Tensor self = borrow(r);                                                                 \
@@ -126,52 +158,66 @@ extern "C" {
     aten("aten::fill_", "Tensor", fn, diagonal, scalar_like(self, 1));                             \
   }                                                                                                \
   void T##_diag(__VA_ARGS__ T* r, T* t, int k) {                                                   \
+    need(#T "_diag", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                  \
     into(r, "aten::diag", "", #T "_diag", borrow(t), static_cast<int64_t>(k));                     \
   }                                                                                                \
   void T##_tril(__VA_ARGS__ T* r, T* t, int64_t k) {                                               \
+    need(#T "_tril", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                  \
     into(r, "aten::tril", "", #T "_tril", borrow(t), k);                                           \
   }                                                                                                \
   void T##_triu(__VA_ARGS__ T* r, T* t, int64_t k) {                                               \
+    need(#T "_triu", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                  \
     into(r, "aten::triu", "", #T "_triu", borrow(t), k);                                           \
   }                                                                                                \
   accreal T##_trace(__VA_ARGS__ T* t) {                                                            \
+    need(#T "_trace", {{t, 1, "t", #T "*"}});                                                      \
     return accumulated<accreal>(aten("aten::trace", "", #T "_trace", borrow(t)), #T "_trace");     \
   }                                                                                                \
   int T##_equal(__VA_ARGS__ T* ta, T* tb) {                                                        \
+    need(#T "_equal", {{ta, 1, "ta", #T "*"}, {tb, 2, "tb", #T "*"}});                             \
     std::vector<StableIValue> stack = {torch::stable::detail::from(borrow(ta)),                    \
                                        torch::stable::detail::from(borrow(tb))};                   \
     check(torch_call_dispatcher("aten::equal", "", stack.data(), TORCH_ABI_VERSION), #T "_equal"); \
     return torch::stable::detail::to<bool>(stack[0]) ? 1 : 0;                                      \
   }                                                                                                \
   void T##_cat(__VA_ARGS__ T* r, T* ta, T* tb, int dimension) {                                    \
+    need(#T "_cat", {{r, 1, "r", #T "*"}, {ta, 2, "ta", #T "*"}, {tb, 3, "tb", #T "*"}});          \
     const void* inputs[] = {ta, tb};                                                               \
     joined(r, inputs, 2, dimension, #T "_cat");                                                    \
   }                                                                                                \
   void T##_catArray(__VA_ARGS__ T* r, T** inputs, int n, int dimension) {                          \
+    need(#T "_catArray", {{r, 1, "r", #T "*"}});                                                   \
     joined(r, reinterpret_cast<const void* const*>(inputs), n, dimension, #T "_catArray");         \
   }                                                                                                \
   void T##_range(__VA_ARGS__ T* r, accreal xmin, accreal xmax, accreal step) {                     \
+    need(#T "_range", {{r, 1, "r", #T "*"}});                                                      \
     range_into(r, xmin, xmax, step, true, #T "_range");                                            \
   }                                                                                                \
   void T##_arange(__VA_ARGS__ T* r, accreal xmin, accreal xmax, accreal step) {                    \
+    need(#T "_arange", {{r, 1, "r", #T "*"}});                                                     \
     range_into(r, xmin, xmax, step, false, #T "_arange");                                          \
   }                                                                                                \
   real T##_maxall(__VA_ARGS__ T* t) {                                                              \
+    need(#T "_maxall", {{t, 1, "t", #T "*"}});                                                     \
     return reduce_all<real>("aten::max", t, #T "_maxall");                                         \
   }                                                                                                \
   real T##_minall(__VA_ARGS__ T* t) {                                                              \
+    need(#T "_minall", {{t, 1, "t", #T "*"}});                                                     \
     return reduce_all<real>("aten::min", t, #T "_minall");                                         \
   }
 
 // and of the floating types only (TH_TENSOR_FLOAT_MATH_API)
 #define KFL_DEFINE_FLOAT_MATH_API(T, real, ...)                                                    \
   void T##_exp(__VA_ARGS__ T* r, T* t) {                                                           \
+    need(#T "_exp", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                   \
     out_op("aten::exp", r, {borrow(t)}, #T "_exp");                                                \
   }                                                                                                \
   void T##_sqrt(__VA_ARGS__ T* r, T* t) {                                                          \
+    need(#T "_sqrt", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                  \
     out_op("aten::sqrt", r, {borrow(t)}, #T "_sqrt");                                              \
   }                                                                                                \
   double T##_dot(__VA_ARGS__ T* t, T* src) {                                                       \
+    need(#T "_dot", {{t, 1, "t", #T "*"}, {src, 2, "src", #T "*"}});                               \
     return item(                                                                                   \
         call("aten::dot", "",                                                                      \
              {torch::stable::detail::from(borrow(t)), torch::stable::detail::from(borrow(src))},   \
@@ -179,10 +225,18 @@ extern "C" {
         #T "_dot");                                                                                \
   }                                                                                                \
   void T##_addmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat1, T* mat2) {                \
+    need(#T "_addmm", {{r, 1, "r", #T "*"},                                                        \
+                       {t, 3, "t", #T "*"},                                                        \
+                       {mat1, 5, "mat1", #T "*"},                                                  \
+                       {mat2, 6, "mat2", #T "*"}});                                                \
     if (r != t) assign(r, borrow(t), #T "_addmm");                                                 \
     addmm_into(r, borrow(mat1), borrow(mat2), as_double(beta), as_double(alpha), #T "_addmm");     \
   }                                                                                                \
   void T##_addmv(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* mat, T* vec) {                  \
+    need(#T "_addmv", {{r, 1, "r", #T "*"},                                                        \
+                       {t, 3, "t", #T "*"},                                                        \
+                       {mat, 5, "mat", #T "*"},                                                    \
+                       {vec, 6, "vec", #T "*"}});                                                  \
     assign(r,                                                                                      \
            addmv_of(borrow(t), borrow(mat), borrow(vec), as_double(beta), as_double(alpha),        \
                     #T "_addmv"),                                                                  \
@@ -190,63 +244,92 @@ extern "C" {
   }                                                                                                \
   TH_FLOAT_UNARY_NAMES(KFL_DEFINE_UNARY, T, __VA_ARGS__)                                           \
   void T##_round(__VA_ARGS__ T* r, T* t) {                                                         \
+    need(#T "_round", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                 \
     assign(r, round_half_away(borrow(t), #T "_round"), #T "_round");                               \
   }                                                                                                \
   void T##_cinv(__VA_ARGS__ T* r, T* t) {                                                          \
+    need(#T "_cinv", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                  \
     out_op("aten::reciprocal", r, {borrow(t)}, #T "_cinv");                                        \
   }                                                                                                \
   void T##_atan2(__VA_ARGS__ T* r, T* tx, T* ty) {                                                 \
+    need(#T "_atan2", {{r, 1, "r", #T "*"}, {tx, 2, "tx", #T "*"}, {ty, 3, "ty", #T "*"}});        \
     out_op("aten::atan2", r, {borrow(tx), borrow(ty)}, #T "_atan2");                               \
   }                                                                                                \
   void T##_pow(__VA_ARGS__ T* r, T* t, real value) {                                               \
+    need(#T "_pow", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                   \
     const Tensor self = borrow(t);                                                                 \
     into(r, "aten::pow", "Tensor_Tensor", #T "_pow", self, scalar_like(self, value));              \
   }                                                                                                \
   void T##_tpow(__VA_ARGS__ T* r, real value, T* t) {                                              \
+    need(#T "_tpow", {{r, 1, "r", #T "*"}, {t, 3, "t", #T "*"}});                                  \
     const Tensor self = borrow(t);                                                                 \
     into(r, "aten::pow", "Tensor_Tensor", #T "_tpow", scalar_like(self, value), self);             \
   }                                                                                                \
   void T##_cpow(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
+    need(#T "_cpow", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 3, "src", #T "*"}});         \
     into(r, "aten::pow", "Tensor_Tensor", #T "_cpow", borrow(t), borrow(src));                     \
   }                                                                                                \
   void T##_lerp(__VA_ARGS__ T* r, T* a, T* b, real weight) {                                       \
+    need(#T "_lerp", {{r, 1, "r", #T "*"}, {a, 2, "a", #T "*"}, {b, 3, "b", #T "*"}});             \
     const Tensor self = borrow(a);                                                                 \
     into(r, "aten::lerp", "Tensor", #T "_lerp", self, borrow(b), scalar_like(self, weight));       \
   }                                                                                                \
   void T##_addcmul(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2) {                         \
+    need(#T "_addcmul", {{r, 1, "r", #T "*"},                                                      \
+                         {t, 2, "t", #T "*"},                                                      \
+                         {src1, 4, "src1", #T "*"},                                                \
+                         {src2, 5, "src2", #T "*"}});                                              \
     const Tensor product = aten("aten::mul", "Tensor", #T "_addcmul", borrow(src1), borrow(src2)); \
     assign(r, torch::stable::subtract(borrow(t), product, -as_double(value)), #T "_addcmul");      \
   }                                                                                                \
   void T##_addcdiv(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2) {                         \
+    need(#T "_addcdiv", {{r, 1, "r", #T "*"},                                                      \
+                         {t, 2, "t", #T "*"},                                                      \
+                         {src1, 4, "src1", #T "*"},                                                \
+                         {src2, 5, "src2", #T "*"}});                                              \
     const Tensor quotient =                                                                        \
         aten("aten::div", "Tensor", #T "_addcdiv", borrow(src1), borrow(src2));                    \
     assign(r, torch::stable::subtract(borrow(t), quotient, -as_double(value)), #T "_addcdiv");     \
   }                                                                                                \
   void T##_mean(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                              \
+    need(#T "_mean", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                  \
     into(r, "aten::mean", "dim", #T "_mean", borrow(t), dims(dimension), keepdim != 0,             \
          std::nullopt);                                                                            \
   }                                                                                                \
   void T##_std(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim) {                   \
+    need(#T "_std", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                   \
     into(r, "aten::std", "dim", #T "_std", borrow(t), dims(dimension), biased == 0, keepdim != 0); \
   }                                                                                                \
   void T##_var(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim) {                   \
+    need(#T "_var", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                   \
     into(r, "aten::var", "dim", #T "_var", borrow(t), dims(dimension), biased == 0, keepdim != 0); \
   }                                                                                                \
   double T##_meanall(__VA_ARGS__ T* t) {                                                           \
+    need(#T "_meanall", {{t, 1, "t", #T "*"}});                                                    \
     return item(aten("aten::mean", "", #T "_meanall", borrow(t), std::nullopt), #T "_meanall");    \
   }                                                                                                \
   double T##_varall(__VA_ARGS__ T* t, int biased) {                                                \
+    need(#T "_varall", {{t, 1, "t", #T "*"}});                                                     \
     return item(aten("aten::var", "", #T "_varall", borrow(t), biased == 0), #T "_varall");        \
   }                                                                                                \
   double T##_stdall(__VA_ARGS__ T* t, int biased) {                                                \
+    need(#T "_stdall", {{t, 1, "t", #T "*"}});                                                     \
     return item(aten("aten::std", "", #T "_stdall", borrow(t), biased == 0), #T "_stdall");        \
   }                                                                                                \
   void T##_addr(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* vec1, T* vec2) {                 \
+    need(#T "_addr", {{r, 1, "r", #T "*"},                                                         \
+                      {t, 3, "t", #T "*"},                                                         \
+                      {vec1, 5, "vec1", #T "*"},                                                   \
+                      {vec2, 6, "vec2", #T "*"}});                                                 \
     const char* fn = #T "_addr";                                                                   \
     const Tensor outer = aten("aten::outer", "", fn, borrow(vec1), borrow(vec2));                  \
     assign(r, scaled_sum(borrow(t), as_double(beta), outer, as_double(alpha), fn), fn);            \
   }                                                                                                \
   void T##_addbmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* batch1, T* batch2) {           \
+    need(#T "_addbmm", {{r, 1, "r", #T "*"},                                                       \
+                        {t, 3, "t", #T "*"},                                                       \
+                        {batch1, 5, "batch1", #T "*"},                                             \
+                        {batch2, 6, "batch2", #T "*"}});                                           \
     const char* fn = #T "_addbmm";                                                                 \
     const Tensor products = aten("aten::bmm", "", fn, borrow(batch1), borrow(batch2));             \
     const Tensor sum =                                                                             \
@@ -254,128 +337,174 @@ extern "C" {
     assign(r, scaled_sum(borrow(t), as_double(beta), sum, as_double(alpha), fn), fn);              \
   }                                                                                                \
   void T##_baddbmm(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* batch1, T* batch2) {          \
+    need(#T "_baddbmm", {{r, 1, "r", #T "*"},                                                      \
+                         {t, 3, "t", #T "*"},                                                      \
+                         {batch1, 5, "batch1", #T "*"},                                            \
+                         {batch2, 6, "batch2", #T "*"}});                                          \
     const char* fn = #T "_baddbmm";                                                                \
     if (r != t) assign(r, borrow(t), fn);                                                          \
     baddbmm_into(borrow(r), borrow(batch1), borrow(batch2), as_double(beta), as_double(alpha),     \
                  fn);                                                                              \
   }                                                                                                \
   void T##_norm(__VA_ARGS__ T* r, T* t, real value, int dimension, int keepdim) {                  \
+    need(#T "_norm", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                  \
     const char* fn = #T "_norm";                                                                   \
     assign(r, p_norm(borrow(t), as_double(value), {dimension}, keepdim != 0, fn), fn);             \
   }                                                                                                \
   double T##_normall(__VA_ARGS__ T* t, real value) {                                               \
+    need(#T "_normall", {{t, 1, "t", #T "*"}});                                                    \
     const char* fn = #T "_normall";                                                                \
     return item(p_norm(borrow(t), as_double(value), {}, false, fn), fn);                           \
   }                                                                                                \
   void T##_renorm(__VA_ARGS__ T* r, T* t, real value, int dimension, real maxnorm) {               \
+    need(#T "_renorm", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                \
     const char* fn = #T "_renorm";                                                                 \
     assign(r, renormed(borrow(t), as_double(value), dimension, as_double(maxnorm), fn), fn);       \
   }                                                                                                \
   double T##_dist(__VA_ARGS__ T* a, T* b, real value) {                                            \
+    need(#T "_dist", {{a, 1, "a", #T "*"}, {b, 2, "b", #T "*"}});                                  \
     return distance(a, b, as_double(value), #T "_dist");                                           \
   }                                                                                                \
   void T##_linspace(__VA_ARGS__ T* r, real a, real b, int64_t n) {                                 \
+    need(#T "_linspace", {{r, 1, "r", #T "*"}});                                                   \
     spaced_into(r, as_double(a), as_double(b), n, false, #T "_linspace");                          \
   }                                                                                                \
   void T##_logspace(__VA_ARGS__ T* r, real a, real b, int64_t n) {                                 \
+    need(#T "_logspace", {{r, 1, "r", #T "*"}});                                                   \
     spaced_into(r, as_double(a), as_double(b), n, true, #T "_logspace");                           \
   }
-#define KFL_DEFINE_UNARY(name, T, ...)                    \
-  void T##_##name(__VA_ARGS__ T* r, T* t) {               \
-    out_op("aten::" #name, r, {borrow(t)}, #T "_" #name); \
+#define KFL_DEFINE_UNARY(name, T, ...)                              \
+  void T##_##name(__VA_ARGS__ T* r, T* t) {                         \
+    need(#T "_" #name, {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}}); \
+    out_op("aten::" #name, r, {borrow(t)}, #T "_" #name);           \
   }
 
 // of every type (TH_TENSOR_INDEX_API)
 #define KFL_DEFINE_INDEX_API(T, L, B, real, ...)                                                   \
   void T##_max(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim) {              \
+    need(#T "_max",                                                                                \
+         {{values, 1, "values", #T "*"}, {indices, 2, "indices", #L "*"}, {t, 3, "t", #T "*"}});   \
     pair_into(values, indices, "aten::max", "dim", #T "_max", borrow(t),                           \
               static_cast<int64_t>(dimension), keepdim != 0);                                      \
   }                                                                                                \
   void T##_min(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim) {              \
+    need(#T "_min",                                                                                \
+         {{values, 1, "values", #T "*"}, {indices, 2, "indices", #L "*"}, {t, 3, "t", #T "*"}});   \
     pair_into(values, indices, "aten::min", "dim", #T "_min", borrow(t),                           \
               static_cast<int64_t>(dimension), keepdim != 0);                                      \
   }                                                                                                \
   void T##_indexSelect(__VA_ARGS__ T* r, T* src, int dim, L* index) {                              \
+    need(#T "_indexSelect",                                                                        \
+         {{r, 1, "r", #T "*"}, {src, 2, "src", #T "*"}, {index, 4, "index", #L "*"}});             \
     into(r, "aten::index_select", "", #T "_indexSelect", borrow(src), static_cast<int64_t>(dim),   \
          borrow(index));                                                                           \
   }                                                                                                \
   void T##_indexCopy(__VA_ARGS__ T* t, int dim, L* index, T* src) {                                \
+    need(#T "_indexCopy",                                                                          \
+         {{t, 1, "t", #T "*"}, {index, 3, "index", #L "*"}, {src, 4, "src", #T "*"}});             \
     aten("aten::index_copy_", "", #T "_indexCopy", borrow(t), static_cast<int64_t>(dim),           \
          borrow(index), borrow(src));                                                              \
   }                                                                                                \
   void T##_indexAdd(__VA_ARGS__ T* t, int dim, L* index, T* src) {                                 \
+    need(#T "_indexAdd",                                                                           \
+         {{t, 1, "t", #T "*"}, {index, 3, "index", #L "*"}, {src, 4, "src", #T "*"}});             \
     const Tensor source = borrow(src);                                                             \
     aten("aten::scatter_add_", "", #T "_indexAdd", borrow(t), static_cast<int64_t>(dim),           \
          spread(borrow(index), source, dim, #T "_indexAdd"), source);                              \
   }                                                                                                \
   void T##_indexFill(__VA_ARGS__ T* t, int dim, L* index, real value) {                            \
+    need(#T "_indexFill", {{t, 1, "t", #T "*"}, {index, 3, "index", #L "*"}});                     \
     const Tensor self = borrow(t);                                                                 \
     aten("aten::index_fill_", "int_Tensor", #T "_indexFill", self, static_cast<int64_t>(dim),      \
          borrow(index), scalar_like(self, value));                                                 \
   }                                                                                                \
   void T##_gather(__VA_ARGS__ T* r, T* src, int dim, L* index) {                                   \
+    need(#T "_gather",                                                                             \
+         {{r, 1, "r", #T "*"}, {src, 2, "src", #T "*"}, {index, 4, "index", #L "*"}});             \
     into(r, "aten::gather", "", #T "_gather", borrow(src), static_cast<int64_t>(dim),              \
          borrow(index), false);                                                                    \
   }                                                                                                \
   void T##_scatter(__VA_ARGS__ T* t, int dim, L* index, T* src) {                                  \
+    need(#T "_scatter",                                                                            \
+         {{t, 1, "t", #T "*"}, {index, 3, "index", #L "*"}, {src, 4, "src", #T "*"}});             \
     aten("aten::scatter_", "src", #T "_scatter", borrow(t), static_cast<int64_t>(dim),             \
          borrow(index), borrow(src));                                                              \
   }                                                                                                \
   void T##_scatterAdd(__VA_ARGS__ T* t, int dim, L* index, T* src) {                               \
+    need(#T "_scatterAdd",                                                                         \
+         {{t, 1, "t", #T "*"}, {index, 3, "index", #L "*"}, {src, 4, "src", #T "*"}});             \
     aten("aten::scatter_add_", "", #T "_scatterAdd", borrow(t), static_cast<int64_t>(dim),         \
          borrow(index), borrow(src));                                                              \
   }                                                                                                \
   void T##_scatterFill(__VA_ARGS__ T* t, int dim, L* index, real value) {                          \
+    need(#T "_scatterFill", {{t, 1, "t", #T "*"}, {index, 3, "index", #L "*"}});                   \
     const Tensor self = borrow(t), at = borrow(index);                                             \
     aten("aten::scatter_", "src", #T "_scatterFill", self, static_cast<int64_t>(dim), at,          \
          aten("aten::expand", "", #T "_scatterFill", scalar_like(self, value), sizes(at), false)); \
   }                                                                                                \
   void T##_maskedFill(__VA_ARGS__ T* t, B* mask, real value) {                                     \
+    need(#T "_maskedFill", {{t, 1, "t", #T "*"}, {mask, 2, "mask", #B "*"}});                      \
     const Tensor self = borrow(t);                                                                 \
     aten("aten::masked_fill_", "Tensor", #T "_maskedFill", self, as_bool(mask),                    \
          scalar_like(self, value));                                                                \
   }                                                                                                \
   void T##_maskedCopy(__VA_ARGS__ T* t, B* mask, T* src) {                                         \
+    need(#T "_maskedCopy",                                                                         \
+         {{t, 1, "t", #T "*"}, {mask, 2, "mask", #B "*"}, {src, 3, "src", #T "*"}});               \
     aten("aten::masked_scatter_", "", #T "_maskedCopy", borrow(t), as_bool(mask), borrow(src));    \
   }                                                                                                \
   void T##_maskedSelect(__VA_ARGS__ T* r, T* src, B* mask) {                                       \
+    need(#T "_maskedSelect",                                                                       \
+         {{r, 1, "r", #T "*"}, {src, 2, "src", #T "*"}, {mask, 3, "mask", #B "*"}});               \
     into(r, "aten::masked_select", "", #T "_maskedSelect", borrow(src), as_bool(mask));            \
   }                                                                                                \
   void T##_nonzero(__VA_ARGS__ L* subscript, T* t) {                                               \
+    need(#T "_nonzero", {{subscript, 1, "subscript", #L "*"}, {t, 2, "t", #T "*"}});               \
     into(subscript, "aten::nonzero", "", #T "_nonzero", borrow(t));                                \
   }                                                                                                \
   void T##_sort(__VA_ARGS__ T* rt, L* ri, T* t, int dimension, int descendingOrder) {              \
+    need(#T "_sort", {{rt, 1, "rt", #T "*"}, {ri, 2, "ri", #L "*"}, {t, 3, "t", #T "*"}});         \
     pair_into(rt, ri, "aten::sort", "", #T "_sort", borrow(t), static_cast<int64_t>(dimension),    \
               descendingOrder != 0);                                                               \
   }                                                                                                \
   void T##_topk(__VA_ARGS__ T* rt, L* ri, T* t, int64_t k, int dim, int dir, int sorted) {         \
+    need(#T "_topk", {{rt, 1, "rt", #T "*"}, {ri, 2, "ri", #L "*"}, {t, 3, "t", #T "*"}});         \
     pair_into(rt, ri, "aten::topk", "", #T "_topk", borrow(t), k, static_cast<int64_t>(dim),       \
               dir != 0, sorted != 0);                                                              \
   }                                                                                                \
   void T##_kthvalue(__VA_ARGS__ T* values, L* indices, T* t, int64_t k, int dimension,             \
                     int keepdim) {                                                                 \
+    need(#T "_kthvalue",                                                                           \
+         {{values, 1, "values", #T "*"}, {indices, 2, "indices", #L "*"}, {t, 3, "t", #T "*"}});   \
     pair_into(values, indices, "aten::kthvalue", "", #T "_kthvalue", borrow(t), k,                 \
               static_cast<int64_t>(dimension), keepdim != 0);                                      \
   }                                                                                                \
   void T##_median(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim) {           \
+    need(#T "_median",                                                                             \
+         {{values, 1, "values", #T "*"}, {indices, 2, "indices", #L "*"}, {t, 3, "t", #T "*"}});   \
     pair_into(values, indices, "aten::median", "dim", #T "_median", borrow(t),                     \
               static_cast<int64_t>(dimension), keepdim != 0);                                      \
   }                                                                                                \
   void T##_mode(__VA_ARGS__ T* values, L* indices, T* t, int dimension, int keepdim) {             \
+    need(#T "_mode",                                                                               \
+         {{values, 1, "values", #T "*"}, {indices, 2, "indices", #L "*"}, {t, 3, "t", #T "*"}});   \
     pair_into(values, indices, "aten::mode", "", #T "_mode", borrow(t),                            \
               static_cast<int64_t>(dimension), keepdim != 0);                                      \
   }                                                                                                \
   real T##_medianall(__VA_ARGS__ T* t) {                                                           \
+    need(#T "_medianall", {{t, 1, "t", #T "*"}});                                                  \
     return reduce_all<real>("aten::median", t, #T "_medianall");                                   \
   }                                                                                                \
   TH_COMPARISON_NAMES(KFL_DEFINE_COMPARISON, T, B, real, __VA_ARGS__)
-#define KFL_DEFINE_COMPARISON(op, T, B, real, ...)                                       \
-  void T##_##op##Value(__VA_ARGS__ B* r, T* t, real value) {                             \
-    const Tensor self = borrow(t);                                                       \
-    into(r, "aten::" #op, "Tensor", #T "_" #op "Value", self, scalar_like(self, value)); \
-  }                                                                                      \
-  void T##_##op##Tensor(__VA_ARGS__ B* r, T* a, T* b) {                                  \
-    into(r, "aten::" #op, "Tensor", #T "_" #op "Tensor", borrow(a), borrow(b));          \
+#define KFL_DEFINE_COMPARISON(op, T, B, real, ...)                                              \
+  void T##_##op##Value(__VA_ARGS__ B* r, T* t, real value) {                                    \
+    need(#T "_" #op "Value", {{r, 1, "r", #B "*"}, {t, 2, "t", #T "*"}});                       \
+    const Tensor self = borrow(t);                                                              \
+    into(r, "aten::" #op, "Tensor", #T "_" #op "Value", self, scalar_like(self, value));        \
+  }                                                                                             \
+  void T##_##op##Tensor(__VA_ARGS__ B* r, T* a, T* b) {                                         \
+    need(#T "_" #op "Tensor", {{r, 1, "r", #B "*"}, {a, 2, "a", #T "*"}, {b, 3, "b", #T "*"}}); \
+    into(r, "aten::" #op, "Tensor", #T "_" #op "Tensor", borrow(a), borrow(b));                 \
   }
 
 #define KFL_DEFINE_CPU_INT_MATH(T, S, real, dtype) KFL_DEFINE_ARITH_API(T, real, int64_t, )

@@ -7,6 +7,7 @@ THGenerator* THGenerator_new(void) {
   return new THGenerator();
 }
 THGenerator* THGenerator_copy(THGenerator* self, THGenerator* from) {
+  need("THGenerator_copy", {{self, 1, "self", "THGenerator*"}, {from, 2, "from", "THGenerator*"}});
   *self = *from;
   return self;
 }
@@ -17,26 +18,32 @@ int THGenerator_isValid(THGenerator* gen) {
   return gen != nullptr;
 }
 void THRandom_manualSeed(THGenerator* gen, uint64_t seed) {
+  need("THRandom_manualSeed", {{gen, 1, "gen", "THGenerator*"}});
   gen->engine.seed(static_cast<std::mt19937::result_type>(seed & 0xffffffffu));
   gen->initial_seed = seed;
   gen->has_normal = false;
 }
 uint64_t THRandom_seed(THGenerator* gen) {
+  need("THRandom_seed", {{gen, 1, "gen", "THGenerator*"}});
   std::random_device device;
   const uint64_t seed = (static_cast<uint64_t>(device()) << 32) | device();
   THRandom_manualSeed(gen, seed);
   return seed;
 }
 uint64_t THRandom_initialSeed(THGenerator* gen) {
+  need("THRandom_initialSeed", {{gen, 1, "gen", "THGenerator*"}});
   return gen->initial_seed;
 }
 uint64_t THRandom_random(THGenerator* gen) {
+  need("THRandom_random", {{gen, 1, "gen", "THGenerator*"}});
   return gen->engine();
 }
 double THRandom_uniform(THGenerator* gen, double a, double b) {
+  need("THRandom_uniform", {{gen, 1, "gen", "THGenerator*"}});
   return uniform01(gen) * (b - a) + a;
 }
 double THRandom_normal(THGenerator* gen, double mean, double stdv) {
+  need("THRandom_normal", {{gen, 1, "gen", "THGenerator*"}});
   if (!(stdv > 0))
     throw std::runtime_error("THRandom_normal: standard deviation must be strictly positive");
   if (gen->has_normal) {
@@ -50,20 +57,25 @@ double THRandom_normal(THGenerator* gen, double mean, double stdv) {
   return rho * std::cos(angle) * stdv + mean;
 }
 double THRandom_exponential(THGenerator* gen, double lambda) {
+  need("THRandom_exponential", {{gen, 1, "gen", "THGenerator*"}});
   return -1.0 / lambda * std::log(1 - uniform01(gen));
 }
 double THRandom_cauchy(THGenerator* gen, double median, double sigma) {
+  need("THRandom_cauchy", {{gen, 1, "gen", "THGenerator*"}});
   return median + sigma * std::tan(M_PI * (uniform01(gen) - 0.5));
 }
 double THRandom_logNormal(THGenerator* gen, double mean, double stdv) {
+  need("THRandom_logNormal", {{gen, 1, "gen", "THGenerator*"}});
   const auto [mu, sigma] = log_normal_of(mean, stdv, "THRandom_logNormal");
   return std::exp(THRandom_normal(gen, mu, sigma));
 }
 int THRandom_geometric(THGenerator* gen, double p) {
+  need("THRandom_geometric", {{gen, 1, "gen", "THGenerator*"}});
   if (!(p > 0 && p < 1)) throw std::runtime_error("THRandom_geometric: p must be in (0, 1)");
   return static_cast<int>(std::log(1 - uniform01(gen)) / std::log(p)) + 1;
 }
 int THRandom_bernoulli(THGenerator* gen, double p) {
+  need("THRandom_bernoulli", {{gen, 1, "gen", "THGenerator*"}});
   if (!(p >= 0 && p <= 1)) throw std::runtime_error("THRandom_bernoulli: p must be in [0, 1]");
   return uniform01(gen) <= p;
 }
@@ -73,6 +85,7 @@ int THRandom_bernoulli(THGenerator* gen, double p) {
 // below TH's modulus and 2^32).
 #define KFL_DEFINE_RANDOM_API(T, S, real, dtype)                                                   \
   void T##_random(T* self, THGenerator* gen) {                                                     \
+    need(#T "_random", {{self, 1, "self", #T "*"}});                                               \
     if (gen == nullptr) /* TH's values: 32 bits, below the modulus */                              \
       return torch_drawn(                                                                          \
           self, "aten::random_", "from", #T "_random", int64_t{0},                                 \
@@ -81,34 +94,43 @@ int THRandom_bernoulli(THGenerator* gen, double p) {
     fill_drawn(self, [&] { return static_cast<double>(THRandom_random(gen) % modulus); });         \
   }                                                                                                \
   void T##_geometric(T* self, THGenerator* gen, double p) {                                        \
+    need(#T "_geometric", {{self, 1, "self", #T "*"}});                                            \
+    if (!(p > 0 && p < 1)) throw std::runtime_error(#T "_geometric: p must be in (0, 1)");         \
     if (gen == nullptr) /* TH's p is the chance of going on; torch's of stopping */                \
       return torch_drawn(self, "aten::geometric_", "", #T "_geometric", 1 - p);                    \
     fill_drawn(self, [&] { return static_cast<double>(THRandom_geometric(gen, p)); });             \
   }                                                                                                \
   void T##_bernoulli(T* self, THGenerator* gen, double p) {                                        \
+    need(#T "_bernoulli", {{self, 1, "self", #T "*"}});                                            \
+    if (!(p >= 0 && p <= 1)) throw std::runtime_error(#T "_bernoulli: p must be in [0, 1]");       \
     if (gen == nullptr) return torch_drawn(self, "aten::bernoulli_", "float", #T "_bernoulli", p); \
     fill_drawn(self, [&] { return static_cast<double>(THRandom_bernoulli(gen, p)); });             \
   }
 #define KFL_DEFINE_FLOAT_RANDOM_API(T, S, real, dtype)                                           \
   void T##_uniform(T* self, THGenerator* gen, double a, double b) {                              \
+    need(#T "_uniform", {{self, 1, "self", #T "*"}});                                            \
     if (gen == nullptr) return torch_drawn(self, "aten::uniform_", "", #T "_uniform", a, b);     \
     fill_drawn(self, [&] { return THRandom_uniform(gen, a, b); });                               \
   }                                                                                              \
   void T##_normal(T* self, THGenerator* gen, double mean, double stdv) {                         \
+    need(#T "_normal", {{self, 1, "self", #T "*"}});                                             \
     if (gen == nullptr) return torch_drawn(self, "aten::normal_", "", #T "_normal", mean, stdv); \
     fill_drawn(self, [&] { return THRandom_normal(gen, mean, stdv); });                          \
   }                                                                                              \
   void T##_exponential(T* self, THGenerator* gen, double lambda) {                               \
+    need(#T "_exponential", {{self, 1, "self", #T "*"}});                                        \
     if (gen == nullptr)                                                                          \
       return torch_drawn(self, "aten::exponential_", "", #T "_exponential", lambda);             \
     fill_drawn(self, [&] { return THRandom_exponential(gen, lambda); });                         \
   }                                                                                              \
   void T##_cauchy(T* self, THGenerator* gen, double median, double sigma) {                      \
+    need(#T "_cauchy", {{self, 1, "self", #T "*"}});                                             \
     if (gen == nullptr)                                                                          \
       return torch_drawn(self, "aten::cauchy_", "", #T "_cauchy", median, sigma);                \
     fill_drawn(self, [&] { return THRandom_cauchy(gen, median, sigma); });                       \
   }                                                                                              \
   void T##_logNormal(T* self, THGenerator* gen, double mean, double stdv) {                      \
+    need(#T "_logNormal", {{self, 1, "self", #T "*"}});                                          \
     if (gen == nullptr) {                                                                        \
       const auto [mu, sigma] = log_normal_of(mean, stdv, #T "_logNormal");                       \
       return torch_drawn(self, "aten::log_normal_", "", #T "_logNormal", mu, sigma);             \
@@ -116,10 +138,12 @@ int THRandom_bernoulli(THGenerator* gen, double p) {
     fill_drawn(self, [&] { return THRandom_logNormal(gen, mean, stdv); });                       \
   }                                                                                              \
   void T##_rand(T* r, THGenerator* gen, THLongStorage* size) {                                   \
+    need(#T "_rand", {{r, 1, "r", #T "*"}, {size, 3, "size", "THLongStorage*"}});                \
     resize(r, longs_of(size, #T "_rand"), #T "_rand");                                           \
     T##_uniform(r, gen, 0, 1);                                                                   \
   }                                                                                              \
   void T##_randn(T* r, THGenerator* gen, THLongStorage* size) {                                  \
+    need(#T "_randn", {{r, 1, "r", #T "*"}, {size, 3, "size", "THLongStorage*"}});               \
     resize(r, longs_of(size, #T "_randn"), #T "_randn");                                         \
     T##_normal(r, gen, 0, 1);                                                                    \
   }
@@ -130,35 +154,44 @@ TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_FLOAT_RANDOM_API)
 // THC's random numbers: torch's CUDA generator, THC's parameters
 #define KFL_DEFINE_CUDA_RANDOM(T, S, real, dtype)                       \
   void T##_bernoulli(THCState*, T* self, double p) {                    \
+    need(#T "_bernoulli", {{self, 1, "self", #T "*"}});                 \
     torch_drawn(self, "aten::bernoulli_", "float", #T "_bernoulli", p); \
   }                                                                     \
   void T##_geometric(THCState*, T* self, double p) {                    \
+    need(#T "_geometric", {{self, 1, "self", #T "*"}});                 \
     torch_drawn(self, "aten::geometric_", "", #T "_geometric", p);      \
   }
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_RANDOM)
-#define KFL_DEFINE_CUDA_FLOAT_RANDOM(T, S, real, dtype)                      \
-  void T##_uniform(THCState*, T* self, double a, double b) {                 \
-    torch_drawn(self, "aten::uniform_", "", #T "_uniform", a, b);            \
-  }                                                                          \
-  void T##_normal(THCState*, T* self, double mean, double stdv) {            \
-    torch_drawn(self, "aten::normal_", "", #T "_normal", mean, stdv);        \
-  }                                                                          \
-  void T##_logNormal(THCState*, T* self, double mean, double stdv) {         \
-    torch_drawn(self, "aten::log_normal_", "", #T "_logNormal", mean, stdv); \
-  }                                                                          \
-  void T##_exponential(THCState*, T* self, double lambda) {                  \
-    torch_drawn(self, "aten::exponential_", "", #T "_exponential", lambda);  \
-  }                                                                          \
-  void T##_cauchy(THCState*, T* self, double median, double sigma) {         \
-    torch_drawn(self, "aten::cauchy_", "", #T "_cauchy", median, sigma);     \
-  }                                                                          \
-  void T##_rand(THCState*, T* r, THLongStorage* size) {                      \
-    resize(r, longs_of(size, #T "_rand"), #T "_rand");                       \
-    torch_drawn(r, "aten::uniform_", "", #T "_rand", 0.0, 1.0);              \
-  }                                                                          \
-  void T##_randn(THCState*, T* r, THLongStorage* size) {                     \
-    resize(r, longs_of(size, #T "_randn"), #T "_randn");                     \
-    torch_drawn(r, "aten::normal_", "", #T "_randn", 0.0, 1.0);              \
+#define KFL_DEFINE_CUDA_FLOAT_RANDOM(T, S, real, dtype)                            \
+  void T##_uniform(THCState*, T* self, double a, double b) {                       \
+    need(#T "_uniform", {{self, 1, "self", #T "*"}});                              \
+    torch_drawn(self, "aten::uniform_", "", #T "_uniform", a, b);                  \
+  }                                                                                \
+  void T##_normal(THCState*, T* self, double mean, double stdv) {                  \
+    need(#T "_normal", {{self, 1, "self", #T "*"}});                               \
+    torch_drawn(self, "aten::normal_", "", #T "_normal", mean, stdv);              \
+  }                                                                                \
+  void T##_logNormal(THCState*, T* self, double mean, double stdv) {               \
+    need(#T "_logNormal", {{self, 1, "self", #T "*"}});                            \
+    torch_drawn(self, "aten::log_normal_", "", #T "_logNormal", mean, stdv);       \
+  }                                                                                \
+  void T##_exponential(THCState*, T* self, double lambda) {                        \
+    need(#T "_exponential", {{self, 1, "self", #T "*"}});                          \
+    torch_drawn(self, "aten::exponential_", "", #T "_exponential", lambda);        \
+  }                                                                                \
+  void T##_cauchy(THCState*, T* self, double median, double sigma) {               \
+    need(#T "_cauchy", {{self, 1, "self", #T "*"}});                               \
+    torch_drawn(self, "aten::cauchy_", "", #T "_cauchy", median, sigma);           \
+  }                                                                                \
+  void T##_rand(THCState*, T* r, THLongStorage* size) {                            \
+    need(#T "_rand", {{r, 1, "r", #T "*"}, {size, 2, "size", "THLongStorage*"}});  \
+    resize(r, longs_of(size, #T "_rand"), #T "_rand");                             \
+    torch_drawn(r, "aten::uniform_", "", #T "_rand", 0.0, 1.0);                    \
+  }                                                                                \
+  void T##_randn(THCState*, T* r, THLongStorage* size) {                           \
+    need(#T "_randn", {{r, 1, "r", #T "*"}, {size, 2, "size", "THLongStorage*"}}); \
+    resize(r, longs_of(size, #T "_randn"), #T "_randn");                           \
+    torch_drawn(r, "aten::normal_", "", #T "_randn", 0.0, 1.0);                    \
   }
 TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_FLOAT_RANDOM)
 #endif
