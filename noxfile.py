@@ -232,8 +232,9 @@ def index(session: nox.Session) -> None:
 def matrix(session: nox.Session) -> None:
     """The built wheels (dist/cpu, and dist/cu12 / dist/cu13 where built) on
     every torch x Python of ci/matrix.toml, each cell a fresh venv running the
-    CPU suite; prints the table of cells. Arguments go to ci/run_matrix.py,
-    e.g. `nox -s matrix -- --corners` or `-- --torch 2.10 --python 3.10`."""
+    smoke set of the CPU suite ([tests] smoke; `-- --full` all of it); prints
+    the table of cells. Arguments go to ci/run_matrix.py, e.g.
+    `nox -s matrix -- --corners` or `-- --torch 2.10 --python 3.10 --full`."""
     session.install("uv")
     session.run("python", str(ROOT / "ci" / "run_matrix.py"), *session.posargs)
 
@@ -243,8 +244,9 @@ def conda(session: nox.Session) -> None:
     """conda packages from the built wheels (dist/VARIANT/), with the metadata
     conda-recipe/recipe.yaml renders to: assembled, indexed into a local
     channel, solved and installed with py-rattler into a fresh prefix, where
-    the CPU suite runs (ci/conda_packages.py; no conda channel is reachable
-    here, so the prefix's python and pytorch come from a venv)."""
+    the smoke set of the CPU suite runs, `-- --full` all of it
+    (ci/conda_packages.py; no conda channel is reachable here, so the
+    prefix's python and pytorch come from a venv)."""
     session.install(*CONDA_DEPS)
     session.run("python", str(ROOT / "ci" / "conda_packages.py"), "build", *session.posargs)
 
@@ -288,7 +290,8 @@ def test_cpu(session: nox.Session) -> None:
     session.install(*BUILD_DEPS, *TEST_DEPS)
     session.env["KERNFORGE_CUDA"] = "0"
     _install_packages(session)
-    session.run("python", "-m", "pytest", "tests", "-m", "not cuda", *session.posargs)
+    workers = _workers(session.posargs)
+    session.run("python", "-m", "pytest", "tests", "-m", "not cuda", *workers, *session.posargs)
 
 
 @nox.session(name="test-cuda")
@@ -298,7 +301,10 @@ def test_cuda(session: nox.Session) -> None:
     arguments go to pytest."""
     wheels, pytest_args = _split_wheels_arg(session)
     _prepare_cuda_session(session, wheels)
-    session.run("python", "-m", "pytest", "tests", "-m", "not slow", *pytest_args, env=_spread_env())
+    session.run(
+        "python", "-m", "pytest", "tests", "-m", "not slow", *_workers(pytest_args, gpu=True), *pytest_args,
+        env=_spread_env(),
+    )  # fmt: skip
 
 
 # compute-sanitizer's tools over the tests marked `sanitize` (ci/sanitizer.py
@@ -348,6 +354,20 @@ def sanitize(session: nox.Session) -> None:
         session.log(line)
     if not all(clean for clean, _ in verdicts):
         session.error(f"compute-sanitizer reported errors or tests failed (logs in {logs})")
+
+
+def _workers(args: list[str], gpu: bool = False) -> list[str]:
+    """pytest-xdist's worker count unless the arguments give one (`-n N`, `-n 0`
+    for none): every core on the CPU; on a GPU host, up to 8 workers a GPU
+    (the tests' own launches are small; more workers than that wait on each
+    other's kernels), at most one a core."""
+    if any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in args):
+        return []
+    if not gpu:
+        return ["-n", "auto"]
+    import torch
+
+    return ["-n", str(max(1, min(os.cpu_count() or 1, 8 * torch.cuda.device_count())))]
 
 
 def _spread_env() -> dict[str, str]:

@@ -296,7 +296,7 @@ async def _solve_and_install(channel: Path, env: dict[str, str], prefix: Path) -
     return [f"{r.name.normalized}-{r.version}-{r.build}" for r in solved]
 
 
-def build(variants: list[str], dist: Path, work: Path) -> int:
+def build(variants: list[str], dist: Path, work: Path, full: bool = False) -> int:
     channel = work / "channel"
     shutil.rmtree(channel, ignore_errors=True)
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
@@ -321,7 +321,8 @@ def build(variants: list[str], dist: Path, work: Path) -> int:
             "print('loaded', kernforge_core.LIBRARY_PATH)\n"
         )
         py = str(_venv_python(prefix))
-        pytest = [py, "-m", "pytest", "tests", "-m", "not cuda and not slow", "-q", "-p", "no:cacheprovider"]
+        selection = ["tests"] if full else MATRIX["tests"]["smoke"]
+        pytest = [py, "-m", "pytest", *selection, "-m", "not cuda and not slow", "-n", "auto", "-q"]
         steps = [[py, "-c", check_load], pytest]
         env_vars = {k: v for k, v in os.environ.items() if not k.startswith(("KERNFORGE_", "PYTHONPATH"))}
         env_vars["TORCH_EXTENSIONS_DIR"] = str(work / f"torch_extensions-{variant}")
@@ -343,6 +344,7 @@ def main() -> int:
     parser.add_argument("--variants", nargs="+", help="default: every variant with wheels in dist/")
     parser.add_argument("--dist", type=Path, default=ROOT / "dist")
     parser.add_argument("--work", type=Path, default=ROOT / ".nox" / "conda-work")
+    parser.add_argument("--full", action="store_true", help="the whole CPU suite, not the smoke set")
     args = parser.parse_args()
     if args.command == "check":
         return check()
@@ -352,7 +354,7 @@ def main() -> int:
     unknown = [v for v in variants if v not in MATRIX["variants"]]
     if unknown:
         raise SystemExit(f"unknown variants {unknown}: ci/matrix.toml has {list(MATRIX['variants'])}")
-    return build(variants, args.dist, args.work)
+    return build(variants, args.dist, args.work, args.full)
 
 
 if __name__ == "__main__":

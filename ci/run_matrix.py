@@ -8,7 +8,8 @@ newest torch of the cell's minor version from the package index, a variant's
 wheels from dist/VARIANT/ (never the source tree) and the test requirements. The cell
 first checks that the packages load their installed binaries (and, for a CUDA
 wheel, that its CUDA kernels registered), then runs the CPU test suite from
-the checkout (`pytest tests -m "not cuda and not slow"`).
+the checkout: the [tests] smoke modules of ci/matrix.toml, or with `--full`
+the whole CPU suite (`pytest tests -m "not cuda and not slow"`).
 
 The cpu wheels run on every torch x Python; a CUDA variant's wheels, where
 dist/ has them, run on each torch of that variant (ci/matrix.toml) with
@@ -123,6 +124,11 @@ def cells(
 STEPS = ["venv", "install", "load check", "tests"]
 
 
+def test_selection(full: bool) -> list[str]:
+    """pytest's arguments for a cell: the smoke modules, or every CPU test."""
+    return [*(["tests"] if full else MATRIX["tests"]["smoke"]), "-m", "not cuda and not slow"]
+
+
 def run_cell(cell: Cell, args: argparse.Namespace, cache: Path, tag: str) -> None:
     """Runs one cell's steps, printing each as it starts (`tag`: [k/N])."""
     work = args.work / cell.name
@@ -148,7 +154,17 @@ def run_cell(cell: Cell, args: argparse.Namespace, cache: Path, tag: str) -> Non
             *MATRIX["tests"]["requires"],
         ],
         [str(python), "-c", LOAD_CHECK, cell.variant],
-        [str(python), "-m", "pytest", "tests", "-m", "not cuda and not slow", "-q", "-p", "no:cacheprovider"],
+        [
+            str(python),
+            "-m",
+            "pytest",
+            *test_selection(args.full),
+            "-n",
+            "auto",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
     ]
     start = time.monotonic()
     with log.open("w") as out:
@@ -214,6 +230,7 @@ def main() -> int:
     parser.add_argument("--torch", nargs="+", help="torch minor versions (default: all in ci/matrix.toml)")
     parser.add_argument("--python", nargs="+", help="Python versions (default: all in ci/matrix.toml)")
     parser.add_argument("--corners", action="store_true", help="only oldest/oldest and newest/newest (cpu)")
+    parser.add_argument("--full", action="store_true", help="the whole CPU suite, not the smoke set")
     parser.add_argument("--dist", type=Path, default=ROOT / "dist", help="where dist/VARIANT/*.whl are")
     parser.add_argument("--github-cells", action="store_true", help="print cells=JSON for a CI job matrix")
     parser.add_argument("--work", type=Path, default=ROOT / ".nox" / "matrix-cells", help="venvs and logs")
