@@ -358,16 +358,16 @@ def sanitize(session: nox.Session) -> None:
 
 def _workers(args: list[str], gpu: bool = False) -> list[str]:
     """pytest-xdist's worker count unless the arguments give one (`-n N`, `-n 0`
-    for none): every core on the CPU; on a GPU host, up to 8 workers a GPU
-    (the tests' own launches are small; more workers than that wait on each
-    other's kernels), at most one a core."""
+    for none): every core on the CPU; on a GPU host one a core, up to 16 a
+    GPU (the suite's long poles are CPU-bound torch.compile tests; the GPU
+    tests' launches are small)."""
     if any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in args):
         return []
     if not gpu:
         return ["-n", "auto"]
     import torch
 
-    return ["-n", str(max(1, min(os.cpu_count() or 1, 8 * torch.cuda.device_count())))]
+    return ["-n", str(max(1, min(os.cpu_count() or 1, 16 * torch.cuda.device_count())))]
 
 
 def _spread_env() -> dict[str, str]:

@@ -121,7 +121,7 @@ def build_folder(tmp_path_factory) -> Path:
     same for all its pytest-xdist workers (each worker's own is
     <run>/popen-gwN)."""
     if os.environ.get("KERNFORGE_TEST_BUILDS"):
-        folder = Path(os.environ["KERNFORGE_TEST_BUILDS"])
+        folder = Path(os.environ["KERNFORGE_TEST_BUILDS"]).resolve()  # sources' paths are absolute
         folder.mkdir(parents=True, exist_ok=True)
         return folder
     base = tmp_path_factory.getbasetemp()

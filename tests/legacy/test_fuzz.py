@@ -54,7 +54,8 @@ def _prototypes(with_cuda: bool) -> list[tuple[str, str, list[str]]]:
     flags = [f"-I{inc}", f"-I{inc / 'TH'}", f"-I{inc / 'THC'}"]
     source = "#include <TH/TH.h>\n"
     if with_cuda:
-        flags += ["-DKERNFORGE_LEGACY_WITH_CUDA", f"-I{ffi._cuda_home() / 'include'}"]
+        cuda_home = ffi._cuda_home()
+        flags += ["-DKERNFORGE_LEGACY_WITH_CUDA", f"-I{cuda_home / 'include'}", *ffi._cublas(cuda_home)[0]]
         source += "#include <THC/THC.h>\n"
     text = subprocess.run(
         ["cc", "-E", "-P", *flags, "-x", "c", "-"], input=source, capture_output=True, text=True, check=True
@@ -67,6 +68,8 @@ def _prototypes(with_cuda: bool) -> list[tuple[str, str, list[str]]]:
             continue
         params = [p.strip() for p in m["params"].split(",")]
         params = [] if params in ([""], ["void"]) else params
+        if "..." in params:  # printf-like (THCudaCheck's helpers): nothing to fuzz
+            continue
         if all(HANDLE.match(p) or _scalar(p) or "*" in p for p in params):
             found[m["name"]] = (" ".join(m["ret"].split()), m["name"], params)
     return sorted(found.values(), key=lambda f: f[1])
@@ -76,6 +79,8 @@ def _scalar(param: str) -> str | None:
     if "*" in param or "[" in param:
         return None
     words = [w for w in re.findall(r"\w+", param) if w != "const"]
+    if not words:
+        return None
     base = " ".join(words[:-1]) if len(words) > 1 else " ".join(words)
     return base if base in SCALARS or base.split()[-1] in SCALARS else None
 

@@ -13,6 +13,9 @@ void gemm_pointer_batched(char transa, char transb, int64_t m, int64_t n, int64_
                           double beta, void* const* c, int64_t ldc, int64_t batch, size_t elem_size,
                           int32_t dtype, const char* fn) {
   if (batch <= 0) return;
+  if (a == nullptr || b == nullptr || c == nullptr)
+    throw std::runtime_error(std::string(fn) + ": the arrays of matrices are NULL for a batch of " +
+                             std::to_string(batch));
   std::vector<const void*> ptrs(3 * static_cast<size_t>(batch));
   int32_t device;
   void* stream;
