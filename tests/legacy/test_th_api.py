@@ -697,10 +697,11 @@ def test_coverage_table_reads_the_headers():
                  "THCudaStorage_get", "THFloatTensor_addcmul", "THCudaTensor_indexSelect",
                  "THDoubleTensor_ltValue", "THCudaLongTensor_max", "THFloatTensor_sigmoid",
                  "THFloatTensor_renorm", "THCudaTensor_topk", "THIntTensor_range",
-                 "THCudaLongTensor_nonzero"):  # fmt: skip
+                 "THCudaLongTensor_nonzero", "THFloatTensor_histc", "THCudaTensor_cross",
+                 "THIntTensor_cbitxor", "THCudaDoubleTensor_ltValueT", "THFloatTensor_lshift"):  # fmt: skip
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
-    missing = ("THFloatTensor_histc", "THIntTensor_cpow", "THFloatTensor_conv2Dmv", "THCudaTensor_cross")
+    missing = ("THFloatTensor_gesv", "THIntTensor_cpow", "THFloatTensor_conv2Dmv", "THCudaTensor_multinomial")
     for name in missing:
         assert how[name] is None, name
     page = _pages().render_th_coverage()
@@ -1203,3 +1204,100 @@ def test_thc_random_tensors(th, which):
     torch.manual_seed(0)
     th.random_op_cuda(*again, which)
     assert torch.equal(again[1] if which in (6, 7) else again[0], longs if which in (6, 7) else t)
+
+
+# -- TH's comparisons into T, bitwise operations, shifts, cross, histc ----------------------
+
+LOGIC = Path(__file__).parent / "fixtures" / "th_logic" / "src"
+
+
+@pytest.fixture(scope="module")
+def logic(tmp_path_factory):
+    return built_extension(
+        tmp_path_factory, "th_logic", [LOGIC / "th_logic.h"], [LOGIC / "th_logic.c"], False
+    )
+
+
+FLOAT_LOGIC = {  # which -> the same in torch of (a, b, value)
+    0: lambda a, b, v: (a < v).float(),
+    1: lambda a, b, v: (a <= v).float(),
+    2: lambda a, b, v: (a > v).float(),
+    3: lambda a, b, v: (a >= v).float(),
+    4: lambda a, b, v: (a != v).float(),
+    5: lambda a, b, v: (a == v).float(),
+    6: lambda a, b, v: (a < b).float(),
+    7: lambda a, b, v: (a >= b).float(),
+    8: lambda a, b, v: (a == b).float(),
+    9: lambda a, b, v: a * 2**v,
+    10: lambda a, b, v: a / 2**v,
+    11: lambda a, b, v: a * torch.pow(2.0, b),
+}
+
+
+@pytest.mark.parametrize("which", sorted(FLOAT_LOGIC))
+def test_float_comparisons_into_t_and_shifts(logic, which):
+    a = _rand(4, 5, dtype=torch.float32, seed=40).round()
+    b = _rand(4, 5, dtype=torch.float32, seed=41).round()
+    a[0, :2] = b[0, :2]  # some equal elements
+    value = 1.0 if which < 9 else 3.0
+    r = torch.full((2,), float("nan"))
+    assert logic.float_logic(r, a, b, which, value) == 1
+    assert r.dtype == torch.float32 and r.shape == a.shape
+    close(r, FLOAT_LOGIC[which](a, b, value))
+
+
+INT_LOGIC = {
+    0: lambda a, b, v: a & v,
+    1: lambda a, b, v: a | v,
+    2: lambda a, b, v: a ^ v,
+    3: lambda a, b, v: a & b,
+    4: lambda a, b, v: a | b,
+    5: lambda a, b, v: a ^ b,
+    6: lambda a, b, v: a << v,
+    7: lambda a, b, v: a >> v,
+    8: lambda a, b, v: a << b,
+    9: lambda a, b, v: a >> b,
+    10: lambda a, b, v: (a > v).int(),
+}
+
+
+@pytest.mark.parametrize("which", sorted(INT_LOGIC))
+def test_int_bitwise_and_shifts(logic, which):
+    gen = torch.Generator().manual_seed(42)
+    a = torch.randint(0, 1 << 20, (3, 7), generator=gen, dtype=torch.int32)
+    b = torch.randint(0, 8, (3, 7), generator=gen, dtype=torch.int32)
+    value = 5
+    r = torch.full((1,), -7, dtype=torch.int32)
+    assert logic.int_logic(r, a, b, which, value) == 1
+    assert torch.equal(r, INT_LOGIC[which](a, b, value))
+
+
+def test_cross_along_the_named_or_first_dimension_of_size_3(logic):
+    a, b = _rand(4, 3, dtype=torch.float32, seed=43), _rand(4, 3, dtype=torch.float32, seed=44)
+    r = torch.empty(0)
+    assert logic.float_logic(r, a, b, 12, 1.0) == 1
+    close(r, torch.linalg.cross(a, b, dim=1))
+    ai = torch.randint(-9, 9, (3, 2), generator=torch.Generator().manual_seed(45), dtype=torch.int32)
+    bi = torch.randint(-9, 9, (3, 2), generator=torch.Generator().manual_seed(46), dtype=torch.int32)
+    ri = torch.empty(0, dtype=torch.int32)
+    assert logic.int_logic(ri, ai, bi, 11, -1) == 1  # -1: the first dimension of size 3
+    assert torch.equal(ri, torch.linalg.cross(ai, bi, dim=0))
+    with pytest.raises(RuntimeError, match=r"THFloatTensor_cross: dimension 0 has size 4, not 3"):
+        logic.float_logic(r, a, b, 12, 0.0)
+
+
+def test_bitwise_on_a_floating_type_is_refused_in_ths_words(logic):
+    a = _rand(3, dtype=torch.float32, seed=47)
+    with pytest.raises(RuntimeError, match=r"THFloatTensor_bitand: bitand is only supported for integer"):
+        logic.float_logic(torch.empty(0), a, a, 13, 1.0)
+
+
+@pytest.mark.parametrize("lo, hi", [(-2.0, 2.0), (0.0, 0.0)])
+def test_histc_counts_in_equal_bins(logic, lo, hi):
+    t = _rand(1000, dtype=torch.float32, seed=48)
+    hist = torch.full((3,), float("nan"))
+    assert logic.float_histc(hist, t, 7, lo, hi) == 1
+    lo_, hi_ = (t.min().item(), t.max().item()) if lo == hi else (lo, hi)
+    close(hist, torch.histc(t, bins=7, min=lo_, max=hi_))
+    with pytest.raises(RuntimeError, match=r"THFloatTensor_histc: nbins must be positive, got 0"):
+        logic.float_histc(hist, t, 0, lo, hi)

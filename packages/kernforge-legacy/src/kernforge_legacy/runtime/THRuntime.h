@@ -1085,6 +1085,79 @@ void pair_into(const void* values, const void* indices, const char* name, const 
   assign(indices, i, fn);
 }
 
+// The floating types of TH's handles (real of THFloatTensor, ..., THHalf, THBFloat16)
+template <class Real>
+constexpr bool is_floating = std::is_floating_point_v<Real> || std::is_same_v<Real, THHalf> ||
+                             std::is_same_v<Real, THBFloat16>;
+
+// r := a <op> b bit by bit (name: aten::bitwise_and, ...), for the integer
+// types; TH refused the floating ones, in these words
+template <class Real>
+void bitwise_into(const void* r, const char* name, const char* what, const Tensor& a,
+                  const Tensor& b, const char* fn) {
+  if constexpr (is_floating<Real>)
+    throw std::runtime_error(std::string(fn) + ": " + what +
+                             " is only supported for integer type tensors");
+  else
+    into(r, name, "Tensor", fn, a, b);
+}
+
+// r := a shifted left or right by b: bits for the integer types; for the
+// floating ones a times or over 2^b, as TH did
+template <class Real>
+void shift_into(const void* r, bool left, const Tensor& a, const Tensor& b, const char* fn) {
+  if constexpr (is_floating<Real>) {
+    const Tensor factor = aten("aten::pow", "Tensor_Tensor", fn, scalar_like(b, 2.0), b);
+    into(r, left ? "aten::mul" : "aten::div", "Tensor", fn, a, factor);
+  } else {
+    into(r, left ? "aten::bitwise_left_shift" : "aten::bitwise_right_shift", "Tensor", fn, a, b);
+  }
+}
+
+// TH's cross: along `dimension`, which must have size 3 (< 0: the first that does)
+inline void cross_into(const void* r, const void* a, const void* b, int dimension, const char* fn) {
+  const Tensor x = borrow(a), y = borrow(b);
+  const std::vector<int64_t> sa = sizes(x), sb = sizes(y);
+  if (sa != sb)
+    throw std::runtime_error(std::string(fn) + ": the tensors' sizes differ, " + describe(sa).str +
+                             " and " + describe(sb).str);
+  int64_t dim = dimension;
+  if (dim < 0) {
+    for (size_t d = 0; d < sa.size() && dim < 0; ++d)
+      if (sa[d] == 3) dim = static_cast<int64_t>(d);
+    if (dim < 0) throw std::runtime_error(std::string(fn) + ": no dimension of size 3");
+  }
+  check_dim(x, dim, fn);
+  if (sa[dim] != 3)
+    throw std::runtime_error(std::string(fn) + ": dimension " + std::to_string(dim) + " has size " +
+                             std::to_string(sa[dim]) + ", not 3");
+  into(r, "aten::linalg_cross", "", fn, x, y, dim);
+}
+
+// TH's histc: nbins equal bins over [lo, hi], or over t's [min, max] when the
+// two are equal (widened by 1 each way when those are equal too)
+inline void histc_into(const void* hist, const void* t, int64_t nbins, double lo, double hi,
+                       const char* fn) {
+  if (nbins <= 0)
+    throw std::runtime_error(std::string(fn) + ": nbins must be positive, got " +
+                             std::to_string(nbins));
+  const Tensor x = borrow(t);
+  if (lo == hi && numel(t) > 0) {
+    lo = item(aten("aten::min", "", fn, x), fn);
+    hi = item(aten("aten::max", "", fn, x), fn);
+  }
+  if (lo == hi) lo -= 1, hi += 1;
+  AtenTensorHandle h;
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+  if (is_cuda(x)) {
+    check(aoti_torch_cuda_histc(x.get(), nbins, lo, hi, &h), fn);
+    return assign(hist, Tensor(h), fn);
+  }
+#endif
+  check(aoti_torch_cpu_histc(x.get(), nbins, lo, hi, &h), fn);
+  assign(hist, Tensor(h), fn);
+}
+
 // one dimension as the int[1]? of sum, mean, std and var
 inline std::optional<std::vector<int64_t>> dims(int dimension) {
   return std::vector<int64_t>{dimension};

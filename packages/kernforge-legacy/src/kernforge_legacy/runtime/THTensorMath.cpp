@@ -372,6 +372,10 @@ extern "C" {
   void T##_logspace(__VA_ARGS__ T* r, real a, real b, int64_t n) {                                 \
     need(#T "_logspace", {{r, 1, "r", #T "*"}});                                                   \
     spaced_into(r, as_double(a), as_double(b), n, true, #T "_logspace");                           \
+  }                                                                                                \
+  void T##_histc(__VA_ARGS__ T* hist, T* tensor, int64_t nbins, real minvalue, real maxvalue) {    \
+    need(#T "_histc", {{hist, 1, "hist", #T "*"}, {tensor, 2, "tensor", #T "*"}});                 \
+    histc_into(hist, tensor, nbins, as_double(minvalue), as_double(maxvalue), #T "_histc");        \
   }
 #define KFL_DEFINE_UNARY(name, T, ...)                              \
   void T##_##name(__VA_ARGS__ T* r, T* t) {                         \
@@ -507,14 +511,59 @@ extern "C" {
     into(r, "aten::" #op, "Tensor", #T "_" #op "Tensor", borrow(a), borrow(b));                 \
   }
 
+// TH's comparisons into T itself, bitwise operations, shifts and cross, of every type
+#define KFL_DEFINE_LOGICAL_API(T, real, ...)                                            \
+  TH_COMPARISON_NAMES(KFL_DEFINE_COMPARISON_T, T, real, __VA_ARGS__)                    \
+  KFL_DEFINE_BITWISE(bitand, bitwise_and, T, real, __VA_ARGS__)                         \
+  KFL_DEFINE_BITWISE(bitor, bitwise_or, T, real, __VA_ARGS__)                           \
+  KFL_DEFINE_BITWISE(bitxor, bitwise_xor, T, real, __VA_ARGS__)                         \
+  KFL_DEFINE_SHIFT(lshift, true, T, real, __VA_ARGS__)                                  \
+  KFL_DEFINE_SHIFT(rshift, false, T, real, __VA_ARGS__)                                 \
+  void T##_cross(__VA_ARGS__ T* r, T* a, T* b, int dimension) {                         \
+    need(#T "_cross", {{r, 1, "r", #T "*"}, {a, 2, "a", #T "*"}, {b, 3, "b", #T "*"}}); \
+    cross_into(r, a, b, dimension, #T "_cross");                                        \
+  }
+#define KFL_DEFINE_COMPARISON_T(op, T, real, ...)                                                \
+  void T##_##op##ValueT(__VA_ARGS__ T* r, T* t, real value) {                                    \
+    need(#T "_" #op "ValueT", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                       \
+    const Tensor self = borrow(t);                                                               \
+    into(r, "aten::" #op, "Tensor", #T "_" #op "ValueT", self, scalar_like(self, value));        \
+  }                                                                                              \
+  void T##_##op##TensorT(__VA_ARGS__ T* r, T* a, T* b) {                                         \
+    need(#T "_" #op "TensorT", {{r, 1, "r", #T "*"}, {a, 2, "a", #T "*"}, {b, 3, "b", #T "*"}}); \
+    into(r, "aten::" #op, "Tensor", #T "_" #op "TensorT", borrow(a), borrow(b));                 \
+  }
+#define KFL_DEFINE_BITWISE(name, aten_name, T, real, ...)                                         \
+  void T##_##name(__VA_ARGS__ T* r, T* t, real value) {                                           \
+    need(#T "_" #name, {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                               \
+    const Tensor self = borrow(t);                                                                \
+    bitwise_into<real>(r, "aten::" #aten_name, #name, self, scalar_like(self, value),             \
+                       #T "_" #name);                                                             \
+  }                                                                                               \
+  void T##_c##name(__VA_ARGS__ T* r, T* t, T* src) {                                              \
+    need(#T "_c" #name, {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 3, "src", #T "*"}});     \
+    bitwise_into<real>(r, "aten::" #aten_name, "c" #name, borrow(t), borrow(src), #T "_c" #name); \
+  }
+#define KFL_DEFINE_SHIFT(name, left, T, real, ...)                                            \
+  void T##_##name(__VA_ARGS__ T* r, T* t, real value) {                                       \
+    need(#T "_" #name, {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                           \
+    const Tensor self = borrow(t);                                                            \
+    shift_into<real>(r, left, self, scalar_like(self, value), #T "_" #name);                  \
+  }                                                                                           \
+  void T##_c##name(__VA_ARGS__ T* r, T* t, T* src) {                                          \
+    need(#T "_c" #name, {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 3, "src", #T "*"}}); \
+    shift_into<real>(r, left, borrow(t), borrow(src), #T "_c" #name);                         \
+  }
+
 #define KFL_DEFINE_CPU_INT_MATH(T, S, real, dtype) KFL_DEFINE_ARITH_API(T, real, int64_t, )
 TH_FORALL_CPU_INT_TENSORS(KFL_DEFINE_CPU_INT_MATH)
 #define KFL_DEFINE_CPU_FLOAT_MATH(T, S, real, dtype) \
   KFL_DEFINE_ARITH_API(T, real, double, )            \
   KFL_DEFINE_FLOAT_MATH_API(T, real, )
 TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_CPU_FLOAT_MATH)
-#define KFL_DEFINE_CPU_INDEX(T, S, real, dtype) \
-  KFL_DEFINE_INDEX_API(T, THLongTensor, THByteTensor, real, )
+#define KFL_DEFINE_CPU_INDEX(T, S, real, dtype)               \
+  KFL_DEFINE_INDEX_API(T, THLongTensor, THByteTensor, real, ) \
+  KFL_DEFINE_LOGICAL_API(T, real, )
 TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU_INDEX)
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
 #define KFL_DEFINE_CUDA_INT_MATH(T, S, real, dtype) \
@@ -524,8 +573,9 @@ TH_FORALL_CUDA_INT_TENSORS(KFL_DEFINE_CUDA_INT_MATH)
   KFL_DEFINE_ARITH_API(T, real, double, THCState*, )  \
   KFL_DEFINE_FLOAT_MATH_API(T, real, THCState*, )
 TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_FLOAT_MATH)
-#define KFL_DEFINE_CUDA_INDEX(T, S, real, dtype) \
-  KFL_DEFINE_INDEX_API(T, THCudaLongTensor, THCudaByteTensor, real, THCState*, )
+#define KFL_DEFINE_CUDA_INDEX(T, S, real, dtype)                                 \
+  KFL_DEFINE_INDEX_API(T, THCudaLongTensor, THCudaByteTensor, real, THCState*, ) \
+  KFL_DEFINE_LOGICAL_API(T, real, THCState*, )
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_INDEX)
 #endif
 

@@ -488,7 +488,35 @@ TH_API THDescBuff THLongStorage_sizeDesc(const struct THLongStorage* size);
   void T##_renorm(__VA_ARGS__ T* r, T* t, real value, int dimension, real maxnorm);      \
   double T##_dist(__VA_ARGS__ T* a, T* b, real value);                                   \
   void T##_linspace(__VA_ARGS__ T* r, real a, real b, int64_t n);                        \
-  void T##_logspace(__VA_ARGS__ T* r, real a, real b, int64_t n);
+  void T##_logspace(__VA_ARGS__ T* r, real a, real b, int64_t n);                        \
+  void T##_histc(__VA_ARGS__ T* hist, T* tensor, int64_t nbins, real minvalue, real maxvalue);
+
+/* Of every type T as well: the comparisons of TH_COMPARISON_NAMES written as
+ * 1 or 0 into a tensor of T's own type (ltValueT, ltTensorT, ...); the
+ * bitwise operations (bitand, bitor, bitxor with a value, cbitand, cbitor,
+ * cbitxor element by element), which TH refused for the floating types; the
+ * shifts (lshift, rshift with a value, clshift, crshift element by element),
+ * which for the floating types multiply or divide by powers of 2, as TH's
+ * did; cross(r, a, b, dimension), the cross product along a dimension of
+ * size 3 (dimension < 0: the first of size 3). histc (floating types)
+ * counts t's values in nbins equal bins over [minvalue, maxvalue], or over
+ * [min, max] of t when the two are equal. */
+#define TH_TENSOR_LOGICAL_API(T, real, ...)                  \
+  TH_COMPARISON_NAMES(TH_COMPARISON_T, T, real, __VA_ARGS__) \
+  void T##_bitand(__VA_ARGS__ T* r, T* t, real value);       \
+  void T##_bitor(__VA_ARGS__ T* r, T* t, real value);        \
+  void T##_bitxor(__VA_ARGS__ T* r, T* t, real value);       \
+  void T##_cbitand(__VA_ARGS__ T* r, T* t, T* src);          \
+  void T##_cbitor(__VA_ARGS__ T* r, T* t, T* src);           \
+  void T##_cbitxor(__VA_ARGS__ T* r, T* t, T* src);          \
+  void T##_lshift(__VA_ARGS__ T* r, T* t, real value);       \
+  void T##_rshift(__VA_ARGS__ T* r, T* t, real value);       \
+  void T##_clshift(__VA_ARGS__ T* r, T* t, T* src);          \
+  void T##_crshift(__VA_ARGS__ T* r, T* t, T* src);          \
+  void T##_cross(__VA_ARGS__ T* r, T* a, T* b, int dimension);
+#define TH_COMPARISON_T(op, T, real, ...)                    \
+  void T##_##op##ValueT(__VA_ARGS__ T* r, T* t, real value); \
+  void T##_##op##TensorT(__VA_ARGS__ T* r, T* a, T* b);
 
 /* Of every type T, with its index type L (THLongTensor, THCudaLongTensor) and
  * mask type B (THByteTensor, THCudaByteTensor): TH's indices count from 0;
@@ -546,8 +574,9 @@ TH_FORALL_CPU_INT_TENSORS(TH_CPU_INT_MATH_API)
   TH_TENSOR_FLOAT_MATH_API(T, real, )
 TH_FORALL_CPU_FLOAT_TENSORS(TH_CPU_FLOAT_MATH_API)
 #undef TH_CPU_FLOAT_MATH_API
-#define TH_CPU_INDEX_API(T, S, real, dtype) \
-  TH_TENSOR_INDEX_API(T, THLongTensor, THByteTensor, real, )
+#define TH_CPU_INDEX_API(T, S, real, dtype)                  \
+  TH_TENSOR_INDEX_API(T, THLongTensor, THByteTensor, real, ) \
+  TH_TENSOR_LOGICAL_API(T, real, )
 TH_FORALL_CPU_TENSORS(TH_CPU_INDEX_API)
 #undef TH_CPU_INDEX_API
 
