@@ -637,6 +637,15 @@ def test_header_parsing():
     ]
 
 
+def test_parameters_named_like_a_schema_keyword_get_an_underscore():
+    """`in`, `def`, `is` ... are C names but words of torch's schema language:
+    as they were, registering the op ended the process at import."""
+    (proto,) = ffi.parse_header("int f(THFloatTensor *in, int def, float is, int in_);", "f.h", False)
+    assert proto.schema == "f(Tensor(a!)? arg0, int arg1, float arg2, int arg3) -> int"  # in_ twice
+    (proto,) = ffi.parse_header("int g(const THFloatTensor *in, long pass);", "g.h", False)
+    assert proto.schema == "g(Tensor? in_, int pass_) -> int"
+
+
 def test_rebuild_is_incremental(tmp_path, workdir):
     ext = _extension(tmp_path, "int f(int n);", "int f(int n) { return 2 * n; }\n", verbose=False)
     first = _load(ext.build(), "fixture_f")

@@ -1301,3 +1301,26 @@ def test_histc_counts_in_equal_bins(logic, lo, hi):
     close(hist, torch.histc(t, bins=7, min=lo_, max=hi_))
     with pytest.raises(RuntimeError, match=r"THFloatTensor_histc: nbins must be positive, got 0"):
         logic.float_histc(hist, t, 0, lo, hi)
+
+
+STORAGE = Path(__file__).parent / "fixtures" / "th_storage" / "src"
+
+
+@pytest.fixture(scope="module")
+def storage(tmp_path_factory):
+    return built_extension(
+        tmp_path_factory, "th_storage", [STORAGE / "th_storage.h"], [STORAGE / "th_storage.c"], False
+    )
+
+
+def test_storage_copies_raw_memory_and_between_types(storage):
+    x = _rand(2, 7, dtype=torch.float32, seed=49)
+    out = torch.full((3,), float("nan"), dtype=torch.float64)
+    assert storage.storage_roundtrip(out, x) == 4 + 100 * 8  # the element sizes
+    assert torch.equal(out, x.flatten().double())
+
+
+def test_storage_copy_of_another_size_is_refused(storage):
+    with pytest.raises(RuntimeError, match=r"THFloatStorage_copyDouble: size mismatch, 3 and 4 elements"):
+        storage.storage_mismatch(3, 4)
+    assert storage.storage_mismatch(5, 5) == 1  # and the extension goes on working

@@ -290,6 +290,15 @@ _BUILD_KWARGS = {
 }  # fmt: skip
 
 
+# The words torch's operator schemas cannot take as an argument's name (its
+# parser's keywords), which C code may use as a parameter's: `THFloatTensor *in`.
+_SCHEMA_KEYWORDS = {
+    "False", "None", "True", "and", "as", "assert", "break", "class", "continue", "def", "del",
+    "elif", "else", "for", "global", "if", "import", "in", "is", "not", "or", "pass", "raise",
+    "return", "while", "with",
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Param:
     c_type: str  # as written, without const: "THFloatTensor", "int", "unsigned long"
@@ -362,6 +371,11 @@ def parse_header(text: str, header: str, with_cuda: bool) -> list[Prototype]:
         raw = m["params"].strip()
         pieces = [] if raw in ("", "void") else [p.strip() for p in raw.split(",")]
         params = tuple(_parse_param(p, i, name, header, with_cuda) for i, p in enumerate(pieces))
+        # a C name that is a word of torch's schema language (`in`, `def`, ...) gets a `_`
+        params = tuple(
+            Param(p.c_type, p.name + "_", p.is_tensor, p.is_const) if p.name in _SCHEMA_KEYWORDS else p
+            for p in params
+        )
         if len({p.name for p in params}) != len(params):
             params = tuple(Param(p.c_type, f"arg{i}", p.is_tensor, p.is_const) for i, p in enumerate(params))
         protos.append(Prototype(name, ret, params, header))

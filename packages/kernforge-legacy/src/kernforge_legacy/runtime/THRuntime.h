@@ -868,6 +868,30 @@ inline Tensor wrap(void* data, std::vector<int64_t> shape, std::vector<int64_t> 
   return Tensor(h);
 }
 
+// TH's storage copy: element by element, converted, between storages of one size
+inline void storage_copy(const void* self, const void* src, const char* fn) {
+  const ptrdiff_t n = static_cast<const StorageBox*>(self)->size;
+  const ptrdiff_t m = static_cast<const StorageBox*>(src)->size;
+  if (n != m)
+    throw std::runtime_error(std::string(fn) + ": size mismatch, " + std::to_string(n) + " and " +
+                             std::to_string(m) + " elements");
+  Tensor out = storage_tensor(self, fn);
+  torch::stable::copy_(out, storage_tensor(src, fn));
+}
+
+// TH's rawCopy: the storage's size of elements from memory of its type at src
+// (host memory; device memory of the current device for a CUDA storage)
+inline void storage_raw_copy(const void* self, const void* src, int32_t dtype, bool cuda,
+                             const char* fn) {
+  const ptrdiff_t n = static_cast<const StorageBox*>(self)->size;
+  if (n == 0) return;
+  if (src == nullptr)
+    throw std::runtime_error(std::string(fn) + ": src is NULL for " + std::to_string(n) +
+                             " elements");
+  Tensor out = storage_tensor(self, fn);
+  torch::stable::copy_(out, wrap(const_cast<void*>(src), {n}, {1}, dtype, cuda, fn));
+}
+
 inline bool transposed(char trans, const char* fn) {
   if (trans == 'n' || trans == 'N') return false;
   if (trans == 't' || trans == 'T' || trans == 'c' || trans == 'C') return true;

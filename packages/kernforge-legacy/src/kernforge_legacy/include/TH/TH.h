@@ -635,6 +635,31 @@ TH_FORALL_CPU_FLOAT_TENSORS(TH_TENSOR_FLOAT_RANDOM_API)
 TH_FORALL_CPU_TENSORS(TH_CPU_COPY_API)
 #undef TH_CPU_COPY_API
 
+/* The same for storages (THStorageCopy.h): S_copy and S_copy<Name> copy a
+ * storage of as many elements, each converted; S_rawCopy copies the
+ * storage's size of elements from memory of its own type (host memory; device
+ * memory of the current device for a THC storage); S_elementSize is
+ * sizeof(real). */
+#define TH_FORALL_CPU_STORAGE_NAMES(X, ...) \
+  X(Byte, THByteStorage, __VA_ARGS__)       \
+  X(Char, THCharStorage, __VA_ARGS__)       \
+  X(Short, THShortStorage, __VA_ARGS__)     \
+  X(Int, THIntStorage, __VA_ARGS__)         \
+  X(Long, THLongStorage, __VA_ARGS__)       \
+  X(Float, THFloatStorage, __VA_ARGS__)     \
+  X(Double, THDoubleStorage, __VA_ARGS__)   \
+  X(Half, THHalfStorage, __VA_ARGS__)       \
+  X(BFloat16, THBFloat16Storage, __VA_ARGS__)
+#define TH_STORAGE_COPY_API(S, real, ...)           \
+  void S##_rawCopy(__VA_ARGS__ S* self, real* src); \
+  void S##_copy(__VA_ARGS__ S* self, S* src);       \
+  TH_FORALL_CPU_STORAGE_NAMES(TH_COPY_FROM, S, __VA_ARGS__)
+#define TH_CPU_STORAGE_COPY_API(T, S, real, dtype) \
+  TH_STORAGE_COPY_API(S, real, )                   \
+  size_t S##_elementSize(void);
+TH_FORALL_CPU_TENSORS(TH_CPU_STORAGE_COPY_API)
+#undef TH_CPU_STORAGE_COPY_API
+
 /* TH's BLAS on raw column-major data, as Fortran BLAS takes it (trans: 'n',
  * 't' or 'c'; C = alpha op(A) op(B) + beta C, y = alpha op(A) x + beta y;
  * beta 0 ignores what C or y held). */

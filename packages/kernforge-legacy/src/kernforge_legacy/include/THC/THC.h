@@ -190,6 +190,27 @@ TH_FORALL_CUDA_TENSORS(THC_CUDA_COPY_API)
   TH_FORALL_CUDA_NAMES(THC_COPY_FROM_CUDA, T, THCState* state, )
 TH_FORALL_CPU_TENSORS(THC_CPU_COPY_API)
 #undef THC_CPU_COPY_API
+/* and between storages (THCStorageCopy.h), named the same way */
+#define TH_FORALL_CUDA_STORAGE_NAMES(X, ...)  \
+  X(Byte, THCudaByteStorage, __VA_ARGS__)     \
+  X(Char, THCudaCharStorage, __VA_ARGS__)     \
+  X(Short, THCudaShortStorage, __VA_ARGS__)   \
+  X(Int, THCudaIntStorage, __VA_ARGS__)       \
+  X(Long, THCudaLongStorage, __VA_ARGS__)     \
+  X(Float, THCudaStorage, __VA_ARGS__)        \
+  X(Double, THCudaDoubleStorage, __VA_ARGS__) \
+  X(Half, THCudaHalfStorage, __VA_ARGS__)     \
+  X(BFloat16, THCudaBFloat16Storage, __VA_ARGS__)
+#define THC_CUDA_STORAGE_COPY_API(T, S, real, dtype)                     \
+  TH_STORAGE_COPY_API(S, real, THCState* state, )                        \
+  TH_FORALL_CUDA_STORAGE_NAMES(THC_COPY_FROM_CUDA, S, THCState* state, ) \
+  int S##_elementSize(THCState* state);
+TH_FORALL_CUDA_TENSORS(THC_CUDA_STORAGE_COPY_API)
+#undef THC_CUDA_STORAGE_COPY_API
+#define THC_CPU_STORAGE_COPY_API(T, S, real, dtype) \
+  TH_FORALL_CUDA_STORAGE_NAMES(THC_COPY_FROM_CUDA, S, THCState* state, )
+TH_FORALL_CPU_TENSORS(THC_CPU_STORAGE_COPY_API)
+#undef THC_CPU_STORAGE_COPY_API
 /* X(CPU type, its CUDA type) for the same-type forms */
 #define TH_FORALL_CPU_CUDA_PAIRS(X)     \
   X(THByteTensor, THCudaByteTensor)     \
@@ -209,6 +230,23 @@ TH_FORALL_CPU_TENSORS(THC_CPU_COPY_API)
   void CUDA##_copyCuda(THCState* state, CUDA* self, CUDA* src);
 TH_FORALL_CPU_CUDA_PAIRS(THC_PAIR_COPY_API)
 #undef THC_PAIR_COPY_API
+/* X(CPU storage, its CUDA storage) for the same-type storage copies */
+#define TH_FORALL_CPU_CUDA_STORAGE_PAIRS(X) \
+  X(THByteStorage, THCudaByteStorage)       \
+  X(THCharStorage, THCudaCharStorage)       \
+  X(THShortStorage, THCudaShortStorage)     \
+  X(THIntStorage, THCudaIntStorage)         \
+  X(THLongStorage, THCudaLongStorage)       \
+  X(THFloatStorage, THCudaStorage)          \
+  X(THDoubleStorage, THCudaDoubleStorage)   \
+  X(THHalfStorage, THCudaHalfStorage)       \
+  X(THBFloat16Storage, THCudaBFloat16Storage)
+#define THC_STORAGE_PAIR_COPY_API(CPU, CUDA)                  \
+  void CUDA##_copyCPU(THCState* state, CUDA* self, CPU* src); \
+  void CPU##_copyCuda(THCState* state, CPU* self, CUDA* src); \
+  void CUDA##_copyCuda(THCState* state, CUDA* self, CUDA* src);
+TH_FORALL_CPU_CUDA_STORAGE_PAIRS(THC_STORAGE_PAIR_COPY_API)
+#undef THC_STORAGE_PAIR_COPY_API
 
 /* THC's BLAS on device pointers of the current device, on torch's cuBLAS
  * handle and current stream (through its matmul kernels): as TH's
