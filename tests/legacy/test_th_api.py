@@ -1324,3 +1324,32 @@ def test_storage_copy_of_another_size_is_refused(storage):
     with pytest.raises(RuntimeError, match=r"THFloatStorage_copyDouble: size mismatch, 3 and 4 elements"):
         storage.storage_mismatch(3, 4)
     assert storage.storage_mismatch(5, 5) == 1  # and the extension goes on working
+
+
+VECTOR = {  # which -> the same in torch of (x, y, c)
+    0: lambda x, y, c: torch.full_like(x, c),
+    1: lambda x, y, c: x + c * y,
+    2: lambda x, y, c: x + c,
+    3: lambda x, y, c: x * y,
+    4: lambda x, y, c: x * c,
+    5: lambda x, y, c: x / y,
+    6: lambda x, y, c: x / c,
+    7: lambda x, y, c: x.clone(),
+}
+
+
+@pytest.mark.parametrize("which", sorted(VECTOR))
+def test_vector_loops_over_raw_memory(storage, which):
+    x, y = _rand(5, 3, dtype=torch.float32, seed=50), _rand(5, 3, dtype=torch.float32, seed=51)
+    z = torch.full_like(x, float("nan"))
+    assert storage.vector_op(z, x, y, which, 2.5) == 1
+    close(z, VECTOR[which](x, y, 2.5))
+
+
+def test_vector_integer_division_truncates_and_refuses_zero(storage):
+    x = torch.tensor([7, -7, 9, 100], dtype=torch.int32)
+    z = torch.zeros(4, dtype=torch.int32)
+    assert storage.int_divide(z, x, torch.tensor([2, 2, -4, 7], dtype=torch.int32)) == 1
+    assert z.tolist() == [3, -3, -2, 14]  # C's division
+    with pytest.raises(RuntimeError, match=r"THIntVector_cdiv: integer division by 0"):
+        storage.int_divide(z, x, torch.tensor([1, 0, 1, 1], dtype=torch.int32))

@@ -1182,6 +1182,31 @@ inline void histc_into(const void* hist, const void* t, int64_t nbins, double lo
   assign(hist, Tensor(h), fn);
 }
 
+// TH's vector loops (THVector.h): out[i] = op(a[i], b[i * b_step]) over n
+// elements of raw host memory (b_step 0: one constant), computed in double
+// for half and bfloat16, checked first: no NULL where elements are, n >= 0,
+// no integer division by 0
+template <class Real, class Op>
+void vector_loop(Real* out, const Real* a, const Real* b, ptrdiff_t b_step, ptrdiff_t n,
+                 bool divides, const char* fn, const Op& op) {
+  if (n < 0) throw std::runtime_error(std::string(fn) + ": negative n " + std::to_string(n));
+  if (n == 0) return;
+  if (out == nullptr || a == nullptr || b == nullptr)
+    throw std::runtime_error(std::string(fn) + ": a NULL vector for " + std::to_string(n) +
+                             " elements");
+  if constexpr (!is_floating<Real>)
+    if (divides)
+      for (ptrdiff_t i = 0; i < n; ++i)
+        if (b[i * b_step] == 0)
+          throw std::runtime_error(std::string(fn) + ": integer division by 0");
+  for (ptrdiff_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<Real, THHalf> || std::is_same_v<Real, THBFloat16>)
+      out[i] = from_double<Real>(op(as_double(a[i]), as_double(b[i * b_step])));
+    else
+      out[i] = static_cast<Real>(op(a[i], b[i * b_step]));
+  }
+}
+
 // one dimension as the int[1]? of sum, mean, std and var
 inline std::optional<std::vector<int64_t>> dims(int dimension) {
   return std::vector<int64_t>{dimension};

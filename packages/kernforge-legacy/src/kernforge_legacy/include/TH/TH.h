@@ -660,6 +660,33 @@ TH_FORALL_CPU_TENSORS(TH_CPU_COPY_API)
 TH_FORALL_CPU_TENSORS(TH_CPU_STORAGE_COPY_API)
 #undef TH_CPU_STORAGE_COPY_API
 
+/* TH's vector loops over raw host memory (THVector.h), of every CPU type:
+ * fill x[i] = c; cadd z = x + c y; adds y = x + c; cmul z = x y; muls y = x c;
+ * cdiv z = x / y; divs y = x / c; copy y = x; over n elements (integer
+ * division truncates; dividing an integer by 0 raises). vectorDispatchInit
+ * does nothing: the loops need no setup. */
+#define TH_FORALL_CPU_VECTORS(X) \
+  X(THByteVector, uint8_t)       \
+  X(THCharVector, int8_t)        \
+  X(THShortVector, int16_t)      \
+  X(THIntVector, int32_t)        \
+  X(THLongVector, int64_t)       \
+  X(THFloatVector, float)        \
+  X(THDoubleVector, double)      \
+  X(THHalfVector, THHalf)        \
+  X(THBFloat16Vector, THBFloat16)
+#define TH_VECTOR_API(V, real)                                                           \
+  void V##_fill(real* x, const real c, const ptrdiff_t n);                               \
+  void V##_cadd(real* z, const real* x, const real* y, const real c, const ptrdiff_t n); \
+  void V##_adds(real* y, const real* x, const real c, const ptrdiff_t n);                \
+  void V##_cmul(real* z, const real* x, const real* y, const ptrdiff_t n);               \
+  void V##_muls(real* y, const real* x, const real c, const ptrdiff_t n);                \
+  void V##_cdiv(real* z, const real* x, const real* y, const ptrdiff_t n);               \
+  void V##_divs(real* y, const real* x, const real c, const ptrdiff_t n);                \
+  void V##_copy(real* y, const real* x, const ptrdiff_t n);                              \
+  void V##_vectorDispatchInit(void);
+TH_FORALL_CPU_VECTORS(TH_VECTOR_API)
+
 /* TH's BLAS on raw column-major data, as Fortran BLAS takes it (trans: 'n',
  * 't' or 'c'; C = alpha op(A) op(B) + beta C, y = alpha op(A) x + beta y;
  * beta 0 ignores what C or y held). */
