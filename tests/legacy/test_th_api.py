@@ -698,10 +698,16 @@ def test_coverage_table_reads_the_headers():
                  "THDoubleTensor_ltValue", "THCudaLongTensor_max", "THFloatTensor_sigmoid",
                  "THFloatTensor_renorm", "THCudaTensor_topk", "THIntTensor_range",
                  "THCudaLongTensor_nonzero", "THFloatTensor_histc", "THCudaTensor_cross",
-                 "THIntTensor_cbitxor", "THCudaDoubleTensor_ltValueT", "THFloatTensor_lshift"):  # fmt: skip
+                 "THIntTensor_cbitxor", "THCudaDoubleTensor_ltValueT", "THFloatTensor_lshift",
+                 "THIntTensor_cpow", "THDoubleStorage_copyFloat", "THFloatVector_cadd"):  # fmt: skip
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
-    missing = ("THFloatTensor_gesv", "THIntTensor_cpow", "THFloatTensor_conv2Dmv", "THCudaTensor_multinomial")
+    missing = (
+        "THFloatTensor_gesv",
+        "THFloatTensor_multinomial",
+        "THFloatTensor_conv2Dmv",
+        "THCudaTensor_potrf",
+    )
     for name in missing:
         assert how[name] is None, name
     page = _pages().render_th_coverage()
@@ -1353,3 +1359,22 @@ def test_vector_integer_division_truncates_and_refuses_zero(storage):
     assert z.tolist() == [3, -3, -2, 14]  # C's division
     with pytest.raises(RuntimeError, match=r"THIntVector_cdiv: integer division by 0"):
         storage.int_divide(z, x, torch.tensor([1, 0, 1, 1], dtype=torch.int32))
+
+
+INT_ARITH = {  # which -> the same in torch of (a, b, value), C's integer arithmetic
+    12: lambda a, b, v: a + v * a * b,
+    13: lambda a, b, v: a + torch.div(v * a, b, rounding_mode="trunc"),
+    14: lambda a, b, v: a**b,
+}
+
+
+@pytest.mark.parametrize("which", sorted(INT_ARITH))
+def test_int_addcmul_addcdiv_and_cpow(logic, which):
+    gen = torch.Generator().manual_seed(52)
+    a = torch.randint(-20, 20, (4, 6), generator=gen, dtype=torch.int32)
+    b = torch.randint(1, 5, (4, 6), generator=gen, dtype=torch.int32) * torch.tensor([1, -1]).repeat(3).int()
+    if which == 14:
+        b = b.abs()  # no negative integer powers
+    r = torch.full((1,), -7, dtype=torch.int32)
+    assert logic.int_logic(r, a, b, which, 3) == 1
+    assert torch.equal(r, INT_ARITH[which](a, b, 3).int())

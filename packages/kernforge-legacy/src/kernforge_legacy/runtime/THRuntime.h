@@ -1067,6 +1067,30 @@ void into(const void* r, const char* name, const char* overload, const char* fn,
   assign(r, aten(name, overload, fn, args...), fn);
 }
 
+// The floating types of TH's handles (real of THFloatTensor, ..., THHalf, THBFloat16)
+template <class Real>
+constexpr bool is_floating = std::is_floating_point_v<Real> || std::is_same_v<Real, THHalf> ||
+                             std::is_same_v<Real, THBFloat16>;
+
+// TH's addcmul and addcdiv: r := t + value * src1 * src2, or t + value * src1 /
+// src2; for the integer types (value * src1) / src2 truncated, as C computed it
+template <class Real>
+void addc_into(const void* r, const void* t, Real value, const void* src1, const void* src2,
+               bool divide, const char* fn) {
+  const Tensor a = borrow(src1), b = borrow(src2);
+  if constexpr (is_floating<Real>) {
+    const Tensor term = aten(divide ? "aten::div" : "aten::mul", "Tensor", fn, a, b);
+    assign(r, torch::stable::subtract(borrow(t), term, -as_double(value)), fn);
+  } else {
+    const Tensor scaled = aten("aten::mul", "Tensor", fn, a, scalar_like(a, value));
+    const Tensor term = divide ? aten("aten::div", "Tensor_mode", fn, scaled, b,
+                                      std::optional<std::string>("trunc"))
+                               : aten("aten::mul", "Tensor", fn, scaled, b);
+    const TensorBox term_box = box_of(term);
+    axpy_op<Real>(r, t, &term_box, 1.0, 0.0, fn);
+  }
+}
+
 // beta * t + alpha * x, t left out where beta is 0 (as TH's BLAS-like math did)
 inline Tensor scaled_sum(const Tensor& t, double beta, const Tensor& x, double alpha,
                          const char* fn) {
@@ -1108,11 +1132,6 @@ void pair_into(const void* values, const void* indices, const char* name, const 
   assign(values, v, fn);
   assign(indices, i, fn);
 }
-
-// The floating types of TH's handles (real of THFloatTensor, ..., THHalf, THBFloat16)
-template <class Real>
-constexpr bool is_floating = std::is_floating_point_v<Real> || std::is_same_v<Real, THHalf> ||
-                             std::is_same_v<Real, THBFloat16>;
 
 // r := a <op> b bit by bit (name: aten::bitwise_and, ...), for the integer
 // types; TH refused the floating ones, in these words

@@ -197,6 +197,24 @@ extern "C" {
     need(#T "_arange", {{r, 1, "r", #T "*"}});                                                     \
     range_into(r, xmin, xmax, step, false, #T "_arange");                                          \
   }                                                                                                \
+  void T##_cpow(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
+    need(#T "_cpow", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 3, "src", #T "*"}});         \
+    into(r, "aten::pow", "Tensor_Tensor", #T "_cpow", borrow(t), borrow(src));                     \
+  }                                                                                                \
+  void T##_addcmul(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2) {                         \
+    need(#T "_addcmul", {{r, 1, "r", #T "*"},                                                      \
+                         {t, 2, "t", #T "*"},                                                      \
+                         {src1, 4, "src1", #T "*"},                                                \
+                         {src2, 5, "src2", #T "*"}});                                              \
+    addc_into<real>(r, t, value, src1, src2, false, #T "_addcmul");                                \
+  }                                                                                                \
+  void T##_addcdiv(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2) {                         \
+    need(#T "_addcdiv", {{r, 1, "r", #T "*"},                                                      \
+                         {t, 2, "t", #T "*"},                                                      \
+                         {src1, 4, "src1", #T "*"},                                                \
+                         {src2, 5, "src2", #T "*"}});                                              \
+    addc_into<real>(r, t, value, src1, src2, true, #T "_addcdiv");                                 \
+  }                                                                                                \
   real T##_maxall(__VA_ARGS__ T* t) {                                                              \
     need(#T "_maxall", {{t, 1, "t", #T "*"}});                                                     \
     return reduce_all<real>("aten::max", t, #T "_maxall");                                         \
@@ -265,31 +283,10 @@ extern "C" {
     const Tensor self = borrow(t);                                                                 \
     into(r, "aten::pow", "Tensor_Tensor", #T "_tpow", scalar_like(self, value), self);             \
   }                                                                                                \
-  void T##_cpow(__VA_ARGS__ T* r, T* t, T* src) {                                                  \
-    need(#T "_cpow", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {src, 3, "src", #T "*"}});         \
-    into(r, "aten::pow", "Tensor_Tensor", #T "_cpow", borrow(t), borrow(src));                     \
-  }                                                                                                \
   void T##_lerp(__VA_ARGS__ T* r, T* a, T* b, real weight) {                                       \
     need(#T "_lerp", {{r, 1, "r", #T "*"}, {a, 2, "a", #T "*"}, {b, 3, "b", #T "*"}});             \
     const Tensor self = borrow(a);                                                                 \
     into(r, "aten::lerp", "Tensor", #T "_lerp", self, borrow(b), scalar_like(self, weight));       \
-  }                                                                                                \
-  void T##_addcmul(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2) {                         \
-    need(#T "_addcmul", {{r, 1, "r", #T "*"},                                                      \
-                         {t, 2, "t", #T "*"},                                                      \
-                         {src1, 4, "src1", #T "*"},                                                \
-                         {src2, 5, "src2", #T "*"}});                                              \
-    const Tensor product = aten("aten::mul", "Tensor", #T "_addcmul", borrow(src1), borrow(src2)); \
-    assign(r, torch::stable::subtract(borrow(t), product, -as_double(value)), #T "_addcmul");      \
-  }                                                                                                \
-  void T##_addcdiv(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2) {                         \
-    need(#T "_addcdiv", {{r, 1, "r", #T "*"},                                                      \
-                         {t, 2, "t", #T "*"},                                                      \
-                         {src1, 4, "src1", #T "*"},                                                \
-                         {src2, 5, "src2", #T "*"}});                                              \
-    const Tensor quotient =                                                                        \
-        aten("aten::div", "Tensor", #T "_addcdiv", borrow(src1), borrow(src2));                    \
-    assign(r, torch::stable::subtract(borrow(t), quotient, -as_double(value)), #T "_addcdiv");     \
   }                                                                                                \
   void T##_mean(__VA_ARGS__ T* r, T* t, int dimension, int keepdim) {                              \
     need(#T "_mean", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                  \

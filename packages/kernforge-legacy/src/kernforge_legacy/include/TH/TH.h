@@ -425,7 +425,10 @@ TH_API THDescBuff THLongStorage_sizeDesc(const struct THLongStorage* size);
   void T##_cat(__VA_ARGS__ T* r, T* ta, T* tb, int dimension);                   \
   void T##_catArray(__VA_ARGS__ T* r, T** inputs, int numInputs, int dimension); \
   void T##_range(__VA_ARGS__ T* r, accreal xmin, accreal xmax, accreal step);    \
-  void T##_arange(__VA_ARGS__ T* r, accreal xmin, accreal xmax, accreal step);
+  void T##_arange(__VA_ARGS__ T* r, accreal xmin, accreal xmax, accreal step);   \
+  void T##_cpow(__VA_ARGS__ T* r, T* t, T* src);                                 \
+  void T##_addcmul(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);        \
+  void T##_addcdiv(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);
 /* and of the floating types only: round as C's round (halves away from
  * zero), cinv 1 / t, tpow value ^ t, biased (std, var) divides by n; the
  * unary functions of TH_FLOAT_UNARY_NAMES are torch's of the same name.
@@ -470,10 +473,7 @@ TH_API THDescBuff THLongStorage_sizeDesc(const struct THLongStorage* size);
   void T##_atan2(__VA_ARGS__ T* r, T* tx, T* ty);                                        \
   void T##_pow(__VA_ARGS__ T* r, T* t, real value);                                      \
   void T##_tpow(__VA_ARGS__ T* r, real value, T* t);                                     \
-  void T##_cpow(__VA_ARGS__ T* r, T* t, T* src);                                         \
   void T##_lerp(__VA_ARGS__ T* r, T* a, T* b, real weight);                              \
-  void T##_addcmul(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);                \
-  void T##_addcdiv(__VA_ARGS__ T* r, T* t, real value, T* src1, T* src2);                \
   void T##_mean(__VA_ARGS__ T* r, T* t, int dimension, int keepdim);                     \
   void T##_std(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim);          \
   void T##_var(__VA_ARGS__ T* r, T* t, int dimension, int biased, int keepdim);          \
