@@ -1378,3 +1378,40 @@ def test_int_addcmul_addcdiv_and_cpow(logic, which):
     r = torch.full((1,), -7, dtype=torch.int32)
     assert logic.int_logic(r, a, b, which, 3) == 1
     assert torch.equal(r, INT_ARITH[which](a, b, 3).int())
+
+
+@pytest.mark.parametrize("seed", [7, -1], ids=["ths-generator", "torchs-generator"])
+def test_random_integers_in_a_range(logic, seed):
+    out = torch.full((40, 50), float("nan"), dtype=torch.float64)
+    none = torch.empty(0, dtype=torch.float64)
+    assert logic.random_more(out, none, none, torch.empty(0), 0, seed) == 1  # clampedRandom(-5, 5)
+    assert out.min() >= -5 and out.max() <= 4 and torch.equal(out, out.round())
+    assert out.unique().numel() == 10  # every value of the range, 2000 draws
+    assert logic.random_more(out, none, none, torch.empty(0), 1, seed) == 1  # cappedRandom(3)
+    assert set(out.unique().tolist()) == {0.0, 1.0, 2.0}
+    if seed >= 0:  # TH's numbers: the same seed, the same draws
+        again = torch.empty_like(out)
+        logic.random_more(again, none, none, torch.empty(0), 1, seed)
+        assert torch.equal(again, out)
+
+
+@pytest.mark.parametrize("seed", [7, -1], ids=["ths-generator", "torchs-generator"])
+def test_bernoulli_with_a_probability_per_element(logic, seed):
+    p = torch.tensor([[0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    out = torch.full((2, 3), float("nan"), dtype=torch.float64)
+    none = torch.empty(0, dtype=torch.float64)
+    assert logic.random_more(out, none, none, p, 2, seed) == 1
+    assert torch.equal(out, p.double())
+    with pytest.raises(RuntimeError, match=r"THDoubleTensor_bernoulli_FloatTensor: p has 4 elements, self 6"):
+        logic.random_more(out, none, none, torch.ones(4), 2, seed)
+
+
+def test_normal_with_means_and_stddevs_per_element(logic):
+    means = _rand(3, 4, seed=53)
+    draws = torch.empty(3, 4, dtype=torch.float64)
+    out = torch.empty(0, dtype=torch.float64)
+    assert logic.random_more(out, means, draws, torch.empty(0), 3, 11) == 1
+    close(out, means + draws)  # TH's composition: normal(0, stddev) + means
+    stddevs = _rand(3, 4, seed=54).abs() + 0.5
+    assert logic.random_more(out, means, stddevs, torch.empty(0), 4, -1) == 1
+    assert out.shape == means.shape and torch.isfinite(out).all() and not torch.equal(out, means)

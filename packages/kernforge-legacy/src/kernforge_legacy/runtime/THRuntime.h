@@ -1370,6 +1370,42 @@ void torch_drawn(const void* self, const char* name, const char* overload, const
   aten(name, overload, fn, borrow(self), params..., std::nullopt);
 }
 
+// TH's bernoulli with a probability per element: p (as many elements as self,
+// in its order) from gen with TH's formula, or (gen NULL) torch's generator
+inline void bernoulli_each(const void* self, THGenerator* gen, const void* p, const char* fn) {
+  if (numel(p) != numel(self))
+    throw std::runtime_error(std::string(fn) + ": p has " + std::to_string(numel(p)) +
+                             " elements, self " + std::to_string(numel(self)));
+  const Tensor probs = torch::stable::reshape(torch::stable::contiguous(borrow(p)), sizes(self));
+  if (gen == nullptr) {
+    aten("aten::bernoulli_", "Tensor", fn, borrow(self), probs, std::nullopt);
+    return;
+  }
+  const Tensor q = torch::stable::to(probs, torch::headeronly::ScalarType::Double);
+  const double* values = static_cast<const double*>(q.data_ptr());
+  int64_t i = 0;
+  fill_drawn(self, [&] { return static_cast<double>(THRandom_bernoulli(gen, values[i++])); });
+}
+
+// TH's clampedRandom: integers in [min, max), from gen (its 32-bit numbers,
+// two of them for a range of 2^32 or more) or (gen NULL) torch's generator
+inline void clamped_random(const void* self, THGenerator* gen, int64_t min, int64_t max,
+                           const char* fn) {
+  if (max <= min)
+    throw std::runtime_error(std::string(fn) + ": max must be greater than min, got min " +
+                             std::to_string(min) + " and max " + std::to_string(max));
+  if (gen == nullptr) {
+    aten("aten::random_", "from", fn, borrow(self), min, std::optional<int64_t>(max), std::nullopt);
+    return;
+  }
+  const uint64_t range = static_cast<uint64_t>(max) - static_cast<uint64_t>(min);
+  fill_drawn(self, [&] {
+    uint64_t v = THRandom_random(gen);
+    if (range >= (uint64_t{1} << 32)) v = (v << 32) | THRandom_random(gen);
+    return static_cast<double>(static_cast<int64_t>(v % range) + min);
+  });
+}
+
 // What TH's random() takes its generator's number modulo: the largest value
 // the type holds exactly, plus one
 template <class Real>

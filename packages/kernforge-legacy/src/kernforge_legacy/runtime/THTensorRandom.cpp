@@ -147,7 +147,69 @@ int THRandom_bernoulli(THGenerator* gen, double p) {
     resize(r, longs_of(size, #T "_randn"), #T "_randn");                                         \
     T##_normal(r, gen, 0, 1);                                                                    \
   }
+// per-element probabilities, and integers in a range, of every type
+#define KFL_DEFINE_MORE_RANDOM_API(T, S, real, dtype)                                              \
+  void T##_bernoulli_FloatTensor(T* self, THGenerator* gen, THFloatTensor* p) {                    \
+    need(#T "_bernoulli_FloatTensor", {{self, 1, "self", #T "*"}, {p, 3, "p", "THFloatTensor*"}}); \
+    bernoulli_each(self, gen, p, #T "_bernoulli_FloatTensor");                                     \
+  }                                                                                                \
+  void T##_bernoulli_DoubleTensor(T* self, THGenerator* gen, THDoubleTensor* p) {                  \
+    need(#T "_bernoulli_DoubleTensor",                                                             \
+         {{self, 1, "self", #T "*"}, {p, 3, "p", "THDoubleTensor*"}});                             \
+    bernoulli_each(self, gen, p, #T "_bernoulli_DoubleTensor");                                    \
+  }                                                                                                \
+  void T##_clampedRandom(T* self, THGenerator* gen, int64_t min, int64_t max) {                    \
+    need(#T "_clampedRandom", {{self, 1, "self", #T "*"}});                                        \
+    clamped_random(self, gen, min, max, #T "_clampedRandom");                                      \
+  }                                                                                                \
+  void T##_cappedRandom(T* self, THGenerator* gen, int64_t max) {                                  \
+    need(#T "_cappedRandom", {{self, 1, "self", #T "*"}});                                         \
+    clamped_random(self, gen, 0, max, #T "_cappedRandom");                                         \
+  }
+// a mean or a standard deviation per element: with gen, TH's composition of
+// normal, cmul and cadd (TH's numbers); without, torch's normal of tensors
+#define KFL_DEFINE_NORMAL_EACH_API(T, S, real, dtype)                                              \
+  void T##_normal_means(T* self, THGenerator* gen, T* means, double stddev) {                      \
+    const char* fn = #T "_normal_means";                                                           \
+    need(fn, {{self, 1, "self", #T "*"}, {means, 3, "means", #T "*"}});                            \
+    if (gen == nullptr)                                                                            \
+      return assign(self,                                                                          \
+                    aten("aten::normal", "Tensor_float", fn, borrow(means), stddev, std::nullopt), \
+                    fn);                                                                           \
+    T##_resizeAs(self, means);                                                                     \
+    T##_normal(self, gen, 0, stddev);                                                              \
+    T##_cadd(self, self, from_double<real>(1), means);                                             \
+  }                                                                                                \
+  void T##_normal_stddevs(T* self, THGenerator* gen, double mean, T* stddevs) {                    \
+    const char* fn = #T "_normal_stddevs";                                                         \
+    need(fn, {{self, 1, "self", #T "*"}, {stddevs, 4, "stddevs", #T "*"}});                        \
+    if (gen == nullptr)                                                                            \
+      return assign(self,                                                                          \
+                    aten("aten::normal", "float_Tensor", fn, mean, borrow(stddevs), std::nullopt), \
+                    fn);                                                                           \
+    T##_resizeAs(self, stddevs);                                                                   \
+    T##_normal(self, gen, 0, 1);                                                                   \
+    T##_cmul(self, self, stddevs);                                                                 \
+    T##_add(self, self, from_double<real>(mean));                                                  \
+  }                                                                                                \
+  void T##_normal_means_stddevs(T* self, THGenerator* gen, T* means, T* stddevs) {                 \
+    const char* fn = #T "_normal_means_stddevs";                                                   \
+    need(fn, {{self, 1, "self", #T "*"},                                                           \
+              {means, 3, "means", #T "*"},                                                         \
+              {stddevs, 4, "stddevs", #T "*"}});                                                   \
+    if (gen == nullptr)                                                                            \
+      return assign(                                                                               \
+          self,                                                                                    \
+          aten("aten::normal", "Tensor_Tensor", fn, borrow(means), borrow(stddevs), std::nullopt), \
+          fn);                                                                                     \
+    T##_resizeAs(self, means);                                                                     \
+    T##_normal(self, gen, 0, 1);                                                                   \
+    T##_cmul(self, self, stddevs);                                                                 \
+    T##_cadd(self, self, from_double<real>(1), means);                                             \
+  }
 TH_FORALL_CPU_TENSORS(KFL_DEFINE_RANDOM_API)
+TH_FORALL_CPU_TENSORS(KFL_DEFINE_MORE_RANDOM_API)
+TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_NORMAL_EACH_API)
 TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_FLOAT_RANDOM_API)
 
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
@@ -162,6 +224,41 @@ TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_FLOAT_RANDOM_API)
     torch_drawn(self, "aten::geometric_", "", #T "_geometric", p);      \
   }
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_RANDOM)
+#define KFL_DEFINE_CUDA_MORE_RANDOM(T, S, real, dtype)                                            \
+  void T##_bernoulli_FloatTensor(THCState*, T* self, THCudaTensor* p) {                           \
+    need(#T "_bernoulli_FloatTensor", {{self, 1, "self", #T "*"}, {p, 2, "p", "THCudaTensor*"}}); \
+    bernoulli_each(self, nullptr, p, #T "_bernoulli_FloatTensor");                                \
+  }                                                                                               \
+  void T##_bernoulli_DoubleTensor(THCState*, T* self, THCudaDoubleTensor* p) {                    \
+    need(#T "_bernoulli_DoubleTensor",                                                            \
+         {{self, 1, "self", #T "*"}, {p, 2, "p", "THCudaDoubleTensor*"}});                        \
+    bernoulli_each(self, nullptr, p, #T "_bernoulli_DoubleTensor");                               \
+  }
+TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_MORE_RANDOM)
+#define KFL_DEFINE_CUDA_NORMAL_EACH(T, S, real, dtype)                                           \
+  void T##_normal_means(THCState*, T* self, T* means, double stddev) {                           \
+    const char* fn = #T "_normal_means";                                                         \
+    need(fn, {{self, 1, "self", #T "*"}, {means, 2, "means", #T "*"}});                          \
+    assign(self, aten("aten::normal", "Tensor_float", fn, borrow(means), stddev, std::nullopt),  \
+           fn);                                                                                  \
+  }                                                                                              \
+  void T##_normal_stddevs(THCState*, T* self, double mean, T* stddevs) {                         \
+    const char* fn = #T "_normal_stddevs";                                                       \
+    need(fn, {{self, 1, "self", #T "*"}, {stddevs, 3, "stddevs", #T "*"}});                      \
+    assign(self, aten("aten::normal", "float_Tensor", fn, mean, borrow(stddevs), std::nullopt),  \
+           fn);                                                                                  \
+  }                                                                                              \
+  void T##_normal_means_stddevs(THCState*, T* self, T* means, T* stddevs) {                      \
+    const char* fn = #T "_normal_means_stddevs";                                                 \
+    need(fn, {{self, 1, "self", #T "*"},                                                         \
+              {means, 2, "means", #T "*"},                                                       \
+              {stddevs, 3, "stddevs", #T "*"}});                                                 \
+    assign(                                                                                      \
+        self,                                                                                    \
+        aten("aten::normal", "Tensor_Tensor", fn, borrow(means), borrow(stddevs), std::nullopt), \
+        fn);                                                                                     \
+  }
+TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_NORMAL_EACH)
 #define KFL_DEFINE_CUDA_FLOAT_RANDOM(T, S, real, dtype)                            \
   void T##_uniform(THCState*, T* self, double a, double b) {                       \
     need(#T "_uniform", {{self, 1, "self", #T "*"}});                              \

@@ -609,18 +609,25 @@ double THRandom_cauchy(THGenerator* gen, double median, double sigma);
 double THRandom_logNormal(THGenerator* gen, double mean, double stdv);
 int THRandom_geometric(THGenerator* gen, double p);
 int THRandom_bernoulli(THGenerator* gen, double p);
-#define TH_TENSOR_RANDOM_API(T, S, real, dtype)            \
-  void T##_random(T* self, THGenerator* gen);              \
-  void T##_geometric(T* self, THGenerator* gen, double p); \
-  void T##_bernoulli(T* self, THGenerator* gen, double p);
-#define TH_TENSOR_FLOAT_RANDOM_API(T, S, real, dtype)                      \
-  void T##_uniform(T* self, THGenerator* gen, double a, double b);         \
-  void T##_normal(T* self, THGenerator* gen, double mean, double stdv);    \
-  void T##_exponential(T* self, THGenerator* gen, double lambda);          \
-  void T##_cauchy(T* self, THGenerator* gen, double median, double sigma); \
-  void T##_logNormal(T* self, THGenerator* gen, double mean, double stdv); \
-  void T##_rand(T* r, THGenerator* gen, struct THLongStorage* size);       \
-  void T##_randn(T* r, THGenerator* gen, struct THLongStorage* size);
+#define TH_TENSOR_RANDOM_API(T, S, real, dtype)                                         \
+  void T##_random(T* self, THGenerator* gen);                                           \
+  void T##_geometric(T* self, THGenerator* gen, double p);                              \
+  void T##_bernoulli(T* self, THGenerator* gen, double p);                              \
+  void T##_bernoulli_FloatTensor(T* self, THGenerator* gen, struct THFloatTensor* p);   \
+  void T##_bernoulli_DoubleTensor(T* self, THGenerator* gen, struct THDoubleTensor* p); \
+  void T##_clampedRandom(T* self, THGenerator* gen, int64_t min, int64_t max);          \
+  void T##_cappedRandom(T* self, THGenerator* gen, int64_t max);
+#define TH_TENSOR_FLOAT_RANDOM_API(T, S, real, dtype)                          \
+  void T##_uniform(T* self, THGenerator* gen, double a, double b);             \
+  void T##_normal(T* self, THGenerator* gen, double mean, double stdv);        \
+  void T##_exponential(T* self, THGenerator* gen, double lambda);              \
+  void T##_cauchy(T* self, THGenerator* gen, double median, double sigma);     \
+  void T##_logNormal(T* self, THGenerator* gen, double mean, double stdv);     \
+  void T##_rand(T* r, THGenerator* gen, struct THLongStorage* size);           \
+  void T##_randn(T* r, THGenerator* gen, struct THLongStorage* size);          \
+  void T##_normal_means(T* self, THGenerator* gen, T* means, double stddev);   \
+  void T##_normal_stddevs(T* self, THGenerator* gen, double mean, T* stddevs); \
+  void T##_normal_means_stddevs(T* self, THGenerator* gen, T* means, T* stddevs);
 TH_FORALL_CPU_TENSORS(TH_TENSOR_RANDOM_API)
 TH_FORALL_CPU_FLOAT_TENSORS(TH_TENSOR_FLOAT_RANDOM_API)
 #undef TH_TENSOR_RANDOM_API

@@ -155,17 +155,22 @@ TH_FORALL_CUDA_TENSORS(TH_CUDA_INDEX_API)
  * exponential (lambda), cauchy (median, sigma), bernoulli 1 with
  * probability p, geometric i >= 1 with P(i) = p (1 - p)^(i - 1); rand and
  * randn resize r to size first. */
-#define THC_TENSOR_RANDOM_API(T, S, real, dtype)          \
-  void T##_bernoulli(THCState* state, T* self, double p); \
-  void T##_geometric(THCState* state, T* self, double p);
-#define THC_TENSOR_FLOAT_RANDOM_API(T, S, real, dtype)                    \
-  void T##_uniform(THCState* state, T* self, double a, double b);         \
-  void T##_normal(THCState* state, T* self, double mean, double stdv);    \
-  void T##_logNormal(THCState* state, T* self, double mean, double stdv); \
-  void T##_exponential(THCState* state, T* self, double lambda);          \
-  void T##_cauchy(THCState* state, T* self, double median, double sigma); \
-  void T##_rand(THCState* state, T* r, struct THLongStorage* size);       \
-  void T##_randn(THCState* state, T* r, struct THLongStorage* size);
+#define THC_TENSOR_RANDOM_API(T, S, real, dtype)                             \
+  void T##_bernoulli(THCState* state, T* self, double p);                    \
+  void T##_geometric(THCState* state, T* self, double p);                    \
+  void T##_bernoulli_FloatTensor(THCState* state, T* self, THCudaTensor* p); \
+  void T##_bernoulli_DoubleTensor(THCState* state, T* self, THCudaDoubleTensor* p);
+#define THC_TENSOR_FLOAT_RANDOM_API(T, S, real, dtype)                        \
+  void T##_uniform(THCState* state, T* self, double a, double b);             \
+  void T##_normal(THCState* state, T* self, double mean, double stdv);        \
+  void T##_logNormal(THCState* state, T* self, double mean, double stdv);     \
+  void T##_exponential(THCState* state, T* self, double lambda);              \
+  void T##_cauchy(THCState* state, T* self, double median, double sigma);     \
+  void T##_rand(THCState* state, T* r, struct THLongStorage* size);           \
+  void T##_randn(THCState* state, T* r, struct THLongStorage* size);          \
+  void T##_normal_means(THCState* state, T* self, T* means, double stddev);   \
+  void T##_normal_stddevs(THCState* state, T* self, double mean, T* stddevs); \
+  void T##_normal_means_stddevs(THCState* state, T* self, T* means, T* stddevs);
 TH_FORALL_CUDA_TENSORS(THC_TENSOR_RANDOM_API)
 TH_FORALL_CUDA_FLOAT_TENSORS(THC_TENSOR_FLOAT_RANDOM_API)
 #undef THC_TENSOR_RANDOM_API
