@@ -1415,3 +1415,22 @@ def test_normal_with_means_and_stddevs_per_element(logic):
     stddevs = _rand(3, 4, seed=54).abs() + 0.5
     assert logic.random_more(out, means, stddevs, torch.empty(0), 4, -1) == 1
     assert out.shape == means.shape and torch.isfinite(out).all() and not torch.equal(out, means)
+
+
+def test_expand_nd_broadcasts_every_tensor_to_one_shape(logic):
+    a, b = _rand(3, 1, dtype=torch.float32, seed=55), _rand(4, dtype=torch.float32, seed=56)
+    ra, rb = torch.empty(0), torch.empty(0)
+    assert logic.expand_pair(ra, rb, a, b) == 1
+    assert torch.equal(ra, a.expand(3, 4)) and torch.equal(rb, b.expand(3, 4))
+    assert ra.stride() == (1, 0) and rb.stride() == (0, 1)  # views, as TH's expand made
+    with pytest.raises(
+        RuntimeError, match=r"THFloatTensor_expandNd: the sizes of tensor 1, \[4\], do not broadcast"
+    ):
+        logic.expand_pair(ra, rb, _rand(3, dtype=torch.float32), b)
+
+
+def test_free_copy_to_copies_then_frees(logic, th):
+    src, dst = _rand(2, 5, dtype=torch.float32, seed=57), torch.zeros(2, 5)
+    before = th.live_handles()  # the runtime's one count, whichever extension asks
+    assert logic.free_copy(dst, src) == 1
+    assert torch.equal(dst, src) and th.live_handles() == before

@@ -1072,6 +1072,32 @@ template <class Real>
 constexpr bool is_floating = std::is_floating_point_v<Real> || std::is_same_v<Real, THHalf> ||
                              std::is_same_v<Real, THBFloat16>;
 
+// TH's expandNd: rets[i] := ops[i] expanded to the shape all of them
+// broadcast to (sizes aligned at the last dimension; 1 stretches)
+inline void expand_all(void* const* rets, const void* const* ops, int count, const char* fn) {
+  if (count < 1 || rets == nullptr || ops == nullptr)
+    throw std::runtime_error(std::string(fn) + ": count should be >= 1 with rets and ops, got " +
+                             std::to_string(count));
+  std::vector<int64_t> shape;
+  for (int i = 0; i < count; ++i) {
+    if (rets[i] == nullptr || ops[i] == nullptr)
+      throw std::runtime_error(std::string(fn) + ": tensor " + std::to_string(i) + " is NULL");
+    const std::vector<int64_t> s = sizes(ops[i]);
+    if (s.size() > shape.size()) shape.insert(shape.begin(), s.size() - shape.size(), 1);
+    for (size_t k = 0; k < s.size(); ++k) {
+      int64_t& d = shape[shape.size() - s.size() + k];
+      if (s[k] == d || s[k] == 1) continue;
+      if (d != 1)
+        throw std::runtime_error(std::string(fn) + ": the sizes of tensor " + std::to_string(i) +
+                                 ", " + describe(s).str + ", do not broadcast with " +
+                                 describe(shape).str);
+      d = s[k];
+    }
+  }
+  for (int i = 0; i < count; ++i)
+    set(rets[i], aten("aten::expand", "", fn, borrow(ops[i]), shape, false), fn);
+}
+
 // TH's addcmul and addcdiv: r := t + value * src1 * src2, or t + value * src1 /
 // src2; for the integer types (value * src1) / src2 truncated, as C computed it
 template <class Real>

@@ -370,13 +370,27 @@ extern "C" {
     set_element(self, {x0, x1, x2, x3}, value, cuda, #T "_set4d");                                 \
   }
 
+// TH's expandNd and freeCopyTo
+#define KFL_DEFINE_EXPAND_API(T, ...)                                                           \
+  void T##_expandNd(__VA_ARGS__ T** rets, T** ops, int count) {                                 \
+    expand_all(reinterpret_cast<void* const*>(rets), reinterpret_cast<const void* const*>(ops), \
+               count, #T "_expandNd");                                                          \
+  }                                                                                             \
+  void T##_freeCopyTo(__VA_ARGS__ T* self, T* dst) {                                            \
+    need(#T "_freeCopyTo", {{self, 1, "self", #T "*"}, {dst, 2, "dst", #T "*"}});               \
+    if (self != dst) copy_into(dst, self, #T "_freeCopyTo");                                    \
+    release(self);                                                                              \
+  }
+
 #define KFL_DEFINE_CPU(T, S, real, dtype) \
   KFL_DEFINE_TENSOR_API(T, real, )        \
+  KFL_DEFINE_EXPAND_API(T, )              \
   KFL_DEFINE_MEMORY_API(T, S, real, dtype, false, void, )
 TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU)
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
 #define KFL_DEFINE_CUDA(T, S, real, dtype)    \
   KFL_DEFINE_TENSOR_API(T, real, THCState*, ) \
+  KFL_DEFINE_EXPAND_API(T, THCState*, )       \
   KFL_DEFINE_MEMORY_API(T, S, real, dtype, true, THCState*, THCState*, )
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA)
 #endif

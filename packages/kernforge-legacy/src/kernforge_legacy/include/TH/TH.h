@@ -337,6 +337,8 @@ TH_API THDescBuff THLongStorage_sizeDesc(const struct THLongStorage* size);
   T* T##_newUnfold(__VA_ARGS__ T* src, int dimension, int64_t size, int64_t step);                 \
   void T##_expand(__VA_ARGS__ T* r, T* tensor, struct THLongStorage* size);                        \
   T* T##_newExpand(__VA_ARGS__ T* tensor, struct THLongStorage* size);                             \
+  void T##_expandNd(__VA_ARGS__ T** rets, T** ops, int count);                                     \
+  void T##_freeCopyTo(__VA_ARGS__ T* self, T* dst);                                                \
   int T##_isSize(__VA_ARGS__ const T* self, const struct THLongStorage* dims);                     \
   int T##_isSetTo(__VA_ARGS__ const T* self, const T* src);                                        \
   struct THLongStorage* T##_newSizeOf(__VA_ARGS__ T* self);                                        \
