@@ -699,14 +699,15 @@ def test_coverage_table_reads_the_headers():
                  "THFloatTensor_renorm", "THCudaTensor_topk", "THIntTensor_range",
                  "THCudaLongTensor_nonzero", "THFloatTensor_histc", "THCudaTensor_cross",
                  "THIntTensor_cbitxor", "THCudaDoubleTensor_ltValueT", "THFloatTensor_lshift",
-                 "THIntTensor_cpow", "THDoubleStorage_copyFloat", "THFloatVector_cadd"):  # fmt: skip
+                 "THIntTensor_cpow", "THDoubleStorage_copyFloat", "THFloatVector_cadd",
+                 "THDoubleTensor_potrf", "THCudaTensor_gesv"):  # fmt: skip
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
     missing = (
-        "THFloatTensor_gesv",
+        "THFloatTensor_geev",
         "THFloatTensor_multinomial",
         "THFloatTensor_conv2Dmv",
-        "THCudaTensor_potrf",
+        "THCudaTensor_gels",
     )
     for name in missing:
         assert how[name] is None, name
@@ -1434,3 +1435,54 @@ def test_free_copy_to_copies_then_frees(logic, th):
     before = th.live_handles()  # the runtime's one count, whichever extension asks
     assert logic.free_copy(dst, src) == 1
     assert torch.equal(dst, src) and th.live_handles() == before
+
+
+def _lapack(logic, which, b, a):
+    outs = [torch.full((1,), float("nan"), dtype=torch.float64) for _ in range(3)]
+    assert logic.lapack_op(*outs, b, a, which) == 1
+    return outs
+
+
+def test_lapack_solves_and_factors_like_torch_linalg(logic):
+    gen = torch.Generator().manual_seed(58)
+    a = torch.randn(5, 5, generator=gen, dtype=torch.float64) + 5 * torch.eye(5, dtype=torch.float64)
+    b = torch.randn(5, 3, generator=gen, dtype=torch.float64)
+    spd = a @ a.T
+    x, lu, _ = _lapack(logic, 0, b, a)  # gesv
+    close(a @ x, b)
+    close(lu, torch.linalg.lu_factor(a).LU)
+    up = torch.triu(a)
+    x, ra, _ = _lapack(logic, 1, b, up)  # trtrs U N N
+    close(up @ x, b)
+    assert torch.equal(ra, up)
+    low = torch.tril(a)
+    x, _, _ = _lapack(logic, 2, b, low)  # trtrs L T U: low's transpose, unit diagonal
+    unit = low - torch.diag(torch.diag(low)) + torch.eye(5, dtype=torch.float64)
+    close(unit.T @ x, b)
+    e, v, _ = _lapack(logic, 3, b, spd)  # syev V U
+    close(spd @ v, v * e)
+    assert (e[1:] >= e[:-1]).all()
+    u, s, v = _lapack(logic, 4, b, a[:, :4])  # gesvd S: a = u diag(s) v^T
+    close(u @ torch.diag(s) @ v.T, a[:, :4])
+    inv, _, _ = _lapack(logic, 5, b, a)  # getri
+    close(inv @ a, torch.eye(5, dtype=torch.float64))
+    uf, _, _ = _lapack(logic, 6, b, spd)  # potrf U
+    close(uf.T @ uf, spd)
+    assert torch.equal(uf, torch.triu(uf))
+    lf, _, _ = _lapack(logic, 7, b, spd)  # potrf L
+    close(lf @ lf.T, spd)
+    x, _, _ = _lapack(logic, 8, b, uf)  # potrs U, with the factor
+    close(spd @ x, b)
+    inv, _, _ = _lapack(logic, 9, b, uf)  # potri U
+    close(inv @ spd, torch.eye(5, dtype=torch.float64))
+    q, r, _ = _lapack(logic, 10, b, a[:, :3])  # qr
+    close(q @ r, a[:, :3])
+    close(q.T @ q, torch.eye(3, dtype=torch.float64))
+
+
+def test_lapack_flags_are_checked(logic):
+    a = torch.eye(3, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match=r'THDoubleTensor_potrf: uplo must be one of "UL", got "X"'):
+        _lapack(logic, 11, a, a)
+    with pytest.raises(RuntimeError, match=r"THDoubleTensor_potrf: uplo is NULL"):
+        _lapack(logic, 12, a, a)

@@ -571,6 +571,29 @@ TH_FORALL_CPU_TENSORS(TH_CPU_TENSOR_API)
 #define TH_CPU_INT_MATH_API(T, S, real, dtype) TH_TENSOR_ARITH_API(T, real, int64_t, )
 TH_FORALL_CPU_INT_TENSORS(TH_CPU_INT_MATH_API)
 #undef TH_CPU_INT_MATH_API
+/* TH's LAPACK (THTensorLapack.h), of float and double, on torch.linalg:
+ * gesv(rb, ra, b, a) solves a x = b (rb the solution, ra a's packed LU
+ * factors); trtrs(rb, ra, b, a, uplo, trans, diag) with a triangular; syev(re,
+ * rv, a, jobz, uplo) a's eigenvalues ascending and (jobz "V") eigenvectors in
+ * rv's columns; gesvd(ru, rs, rv, a, jobu) a = ru diag(rs) rv^T (jobu "A": all
+ * of U, "S": the reduced one); getri(ra, a) a's inverse; potrf(ra, a, uplo) its
+ * Cholesky factor (uplo "U": a = ra^T ra, "L": a = ra ra^T), potrs(rb, b, a,
+ * uplo) solves with that factor, potri(ra, a, uplo) inverts with it; qr(rq, rr,
+ * a) the reduced QR. The outputs are resized as TH did; the flags are strings
+ * whose first letter counts, NULL or another letter an error. */
+#define TH_TENSOR_LAPACK_API(T, ...)                                                        \
+  void T##_gesv(__VA_ARGS__ T* rb, T* ra, T* b, T* a);                                      \
+  void T##_trtrs(__VA_ARGS__ T* rb, T* ra, T* b, T* a, const char* uplo, const char* trans, \
+                 const char* diag);                                                         \
+  void T##_syev(__VA_ARGS__ T* re, T* rv, T* a, const char* jobz, const char* uplo);        \
+  void T##_gesvd(__VA_ARGS__ T* ru, T* rs, T* rv, T* a, const char* jobu);                  \
+  void T##_getri(__VA_ARGS__ T* ra, T* a);                                                  \
+  void T##_potrf(__VA_ARGS__ T* ra, T* a, const char* uplo);                                \
+  void T##_potrs(__VA_ARGS__ T* rb, T* b, T* a, const char* uplo);                          \
+  void T##_potri(__VA_ARGS__ T* ra, T* a, const char* uplo);                                \
+  void T##_qr(__VA_ARGS__ T* rq, T* rr, T* a);
+TH_TENSOR_LAPACK_API(THFloatTensor, )
+TH_TENSOR_LAPACK_API(THDoubleTensor, )
 #define TH_CPU_FLOAT_MATH_API(T, S, real, dtype) \
   TH_TENSOR_ARITH_API(T, real, double, )         \
   TH_TENSOR_FLOAT_MATH_API(T, real, )

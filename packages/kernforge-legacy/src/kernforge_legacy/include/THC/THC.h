@@ -143,6 +143,9 @@ TH_FORALL_CUDA_INT_TENSORS(TH_CUDA_INT_MATH_API)
   TH_TENSOR_FLOAT_MATH_API(T, real, THCState* state, )
 TH_FORALL_CUDA_FLOAT_TENSORS(TH_CUDA_FLOAT_MATH_API)
 #undef TH_CUDA_FLOAT_MATH_API
+/* THC's LAPACK (THCTensorMathMagma.h): TH.h's, the state first */
+TH_TENSOR_LAPACK_API(THCudaTensor, THCState* state, )
+TH_TENSOR_LAPACK_API(THCudaDoubleTensor, THCState* state, )
 #define TH_CUDA_INDEX_API(T, S, real, dtype)                                          \
   TH_TENSOR_INDEX_API(T, THCudaLongTensor, THCudaByteTensor, real, THCState* state, ) \
   TH_TENSOR_LOGICAL_API(T, real, THCState* state, )
