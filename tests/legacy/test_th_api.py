@@ -1486,3 +1486,61 @@ def test_lapack_flags_are_checked(logic):
         _lapack(logic, 11, a, a)
     with pytest.raises(RuntimeError, match=r"THDoubleTensor_potrf: uplo is NULL"):
         _lapack(logic, 12, a, a)
+
+
+# -- the same families' THC forms --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def logic_cuda(tmp_path_factory):
+    return built_extension(
+        tmp_path_factory, "th_logic_cuda", [LOGIC / "th_logic_cuda.h"], [LOGIC / "th_logic_cuda.c"], True
+    )
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_thc_comparisons_shifts_cross_histc_random_and_lapack(logic_cuda):
+    gen = torch.Generator().manual_seed(59)
+    a = torch.randn(4, 3, generator=gen).cuda()
+    b = torch.randn(4, 3, generator=gen).cuda()
+
+    def run(which, x, y):
+        r = torch.full((1,), float("nan"), device="cuda")
+        assert logic_cuda.cuda_float_op(r, x, y, which) == 1
+        return r
+
+    close(run(0, a, b), (a < 0.5).float())
+    close(run(1, a, b), (a >= b).float())
+    close(run(2, a, b), a * 4)
+    close(run(3, a, b), torch.linalg.cross(a, b, dim=1))
+    close(run(4, a, b), torch.histc(a, bins=5, min=-2, max=2))
+    close(run(5, a, b), a, atol=1e-6, rtol=0)  # normal_means with a vanishing stddev
+    p = torch.tensor([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0], [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]], device="cuda")
+    close(run(6, a, p), p)  # bernoulli_FloatTensor with certain outcomes
+    spd = a.T @ a + torch.eye(3, device="cuda")
+    u = run(7, spd, b)
+    close(u.T @ u, spd, rtol=1e-4, atol=1e-4)
+    close(run(8, spd, b) @ spd, torch.eye(3, device="cuda"), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_thc_bitwise_shifts_and_integer_addc(logic_cuda):
+    gen = torch.Generator().manual_seed(60)
+    a = torch.randint(1, 1000, (3, 5), generator=gen, dtype=torch.int32).cuda()
+    b = torch.randint(1, 6, (3, 5), generator=gen, dtype=torch.int32).cuda()
+    expected = [a ^ b, a >> b, a + 3 * a * b, a + torch.div(3 * a, b, rounding_mode="trunc")]
+    for which, want in enumerate(expected):
+        r = torch.full((1,), -7, dtype=torch.int32, device="cuda")
+        assert logic_cuda.cuda_int_op(r, a, b, which) == 1
+        assert torch.equal(r, want), which
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_thc_storage_copies_between_host_and_device_types(logic_cuda):
+    x = _rand(3, 4, dtype=torch.float32, seed=61)
+    out = torch.full((2,), float("nan"))
+    assert logic_cuda.cuda_storage_roundtrip(out, x) == 4  # THCudaStorage's element size
+    assert torch.equal(out, x.flatten())
