@@ -77,6 +77,16 @@ CUDA_TARGETS = {
     "lltm_sequence_train": [
         ("peak memory of a step no more than cuDNN GRU's", lambda r: r["peak"] <= r["gru_peak"])
     ],
+    **{
+        case: [("≥1.5x faster than cuDNN LSTM", lambda r: r["lstm"] / r["median"] >= 1.5)]
+        for case in (
+            "lltm_sequence_packed_train",
+            "lltm_sequence_packed_infer",
+            "lltm_sequence_packed_bi_train",
+            "lltm_sequence_packed_bi_infer",
+        )
+    },
+    "lltm_sequence_generate": [("≥2x faster than cuDNN LSTM", lambda r: r["lstm"] / r["median"] >= 2.0)],
 }
 CPU_TARGETS = {
     "mul": [("within 5% of eager", lambda r: r["median"] <= 1.05 * r["eager"])],
@@ -85,6 +95,9 @@ CPU_TARGETS = {
     "lltm": [("no slower than eager", lambda r: r["median"] <= r["eager"])],
     ("lltm_sequence_train", "float32", "16x32x128xT64"): [
         ("≥2x faster than the Python loop over the cell", lambda r: r["loop"] / r["median"] >= 2.0),
+    ],
+    "lltm_sequence_packed_train": [
+        ("no slower than the same layer on the padded batch", lambda r: r["median"] <= r["padded"])
     ],
 }
 
@@ -119,7 +132,7 @@ def device_slug() -> str:
 
 def rows(data: dict) -> list[dict]:
     """One row per kernforge benchmark, with the same run's medians of the
-    others (eager, compile; for recurrent rows gru, lstm, loop), their peak
+    others (eager, compile; for recurrent rows gru, lstm, loop, padded), their peak
     memory where measured (peak, <impl>_peak) and the copy's."""
     by_key = {}
     for b in data["benchmarks"]:
@@ -133,7 +146,7 @@ def rows(data: dict) -> list[dict]:
         row["kind"] = info.get("kind", "op")  # "chain": a kernforge op inside compiled code
         row["size"] = info.get("size") or f"2^{n.bit_length() - 1}"
         row["peak"] = info.get("peak_bytes")
-        for other in ("eager", "compile", "gru", "lstm", "loop"):
+        for other in ("eager", "compile", "gru", "lstm", "loop", "padded"):
             hit = by_key.get((case, dtype, n, other))
             row[other] = hit[0] if hit else None
             row[f"{other}_peak"] = hit[1].get("peak_bytes") if hit else None
@@ -311,8 +324,8 @@ def report_tables(data: dict) -> list[str]:
         lines += [
             "",
             f"| LLTM sequence (B, F, S), T | mode | dtype | kernforge | {rnn} GRU | {rnn} LSTM | loop "
-            "| vs GRU | vs LSTM | vs loop | peak MiB: kernforge / GRU |",
-            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            "| padded | vs GRU | vs LSTM | vs loop | vs padded | peak MiB: kernforge / GRU |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
         for r in sorted(recurrent, key=_recurrent_order):
             peak = (
@@ -324,7 +337,8 @@ def report_tables(data: dict) -> list[str]:
             lines.append(
                 f"| ({b}, {f}, {s}), {t} | {r['case'].removeprefix('lltm_sequence_')} | {r['dtype']} | "
                 f"{_us(r['median'])} | {_us(r['gru'])} | {_us(r['lstm'])} | {_us(r['loop'])} | "
-                f"{ratio(r, 'gru')} | {ratio(r, 'lstm')} | {ratio(r, 'loop')} | {peak} |"
+                f"{_us(r['padded'])} | {ratio(r, 'gru')} | {ratio(r, 'lstm')} | {ratio(r, 'loop')} | "
+                f"{ratio(r, 'padded')} | {peak} |"
             )
     chains = [r for r in all_rows if r["kind"] == "chain"]
     if chains:
@@ -371,9 +385,13 @@ def plot_sequence(data: dict, path: Path) -> bool:
         "gru": (f"{rnn} GRU", "#2c7fb8"),
         "lstm": (f"{rnn} LSTM", "#41ab5d"),
     }
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 3.8), squeeze=False)
-    order = sorted(panels.items(), key=lambda kv: (kv[0][0] != "train", kv[0][1] != "float32"))
-    for ax, ((mode, dtype), rs) in zip(axes[0], order, strict=True):
+    cols = min(4, len(panels))
+    nrows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.8 * cols, 3.8 * nrows), squeeze=False)
+    order = sorted(panels.items(), key=lambda kv: (kv[0][0], kv[0][1] != "float32"))
+    for ax in list(axes.flat)[len(order) :]:
+        ax.axis("off")
+    for ax, ((mode, dtype), rs) in zip(axes.flat, order, strict=False):
         rs = sorted(rs, key=lambda r: r["n"])
         width = 0.27
         for k, (impl, (label, color)) in enumerate(impls.items()):

@@ -106,3 +106,113 @@ def test_lltm_sequence(benchmark, impl, case):
     warmup = max(2, math.ceil(0.3 / once))
     rounds = max(7, min(30, math.ceil(1.0 / once)))
     benchmark.pedantic(step, rounds=rounds, iterations=1, warmup_rounds=warmup)
+
+
+# Packed batches as NLP code feeds them: sentences of lengths drawn from
+# [T/10, T], unsorted, packed inside the timed step (pack_padded_sequence,
+# enforce_sorted=False) for every implementation. (B, F, S, T, directions).
+PACKED = (
+    [(64, 32, 128, 100, 1)]
+    if DEVICE == "cpu"
+    else [(64, 256, 512, 100, 1), (64, 256, 512, 100, 2), (256, 128, 256, 50, 1)]
+)
+PACKED_CASES = [(size, dtype, mode) for size in PACKED for dtype in DTYPES for mode in ("train", "infer")]
+# On the CPU, the same layer on the padded batch instead of cuDNN's RNNs.
+PACKED_IMPLS = ("kernforge", "padded") if DEVICE == "cpu" else ("kernforge", "gru", "lstm")
+PACKED_RUNS = [(impl, case) for case in PACKED_CASES for impl in PACKED_IMPLS]
+
+
+def _packed_id(case):
+    (batch, features, state, steps, directions), dtype, mode = case
+    bi = "-bi" if directions == 2 else ""
+    return f"{batch}x{features}x{state}xT{steps}{bi}-{str(dtype).removeprefix('torch.')}-{mode}"
+
+
+def _timed(benchmark, step):
+    """Warm-up, then rounds of about a second in all."""
+    step()
+    start = synchronized_clock()
+    step()
+    once = synchronized_clock() - start
+    warmup = max(2, math.ceil(0.3 / once))
+    rounds = max(7, min(30, math.ceil(1.0 / once)))
+    benchmark.pedantic(step, rounds=rounds, iterations=1, warmup_rounds=warmup)
+
+
+@pytest.mark.parametrize(
+    ("impl", "case"), PACKED_RUNS, ids=lambda v: v if isinstance(v, str) else _packed_id(v)
+)
+def test_lltm_sequence_packed(benchmark, impl, case):
+    (batch, features, state, steps, directions), dtype, mode = case
+    gen = torch.Generator(device=DEVICE).manual_seed(0)
+    x = torch.randn(steps, batch, features, device=DEVICE, generator=gen).to(dtype)
+    lengths = torch.randint(steps // 10, steps + 1, (batch,), generator=torch.Generator().manual_seed(1))
+    cls = {"kernforge": kernforge.nn.LLTMSequence, "padded": kernforge.nn.LLTMSequence}.get(impl)
+    cls = cls or {"gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[impl]
+    model = cls(features, state, bidirectional=directions == 2, device=DEVICE, dtype=dtype)
+    pack = torch.nn.utils.rnn.pack_padded_sequence
+    if mode == "train":
+        x.requires_grad_()
+
+    def run():
+        if impl == "padded":
+            return model(x)[0].sum()
+        return model(pack(x, lengths, enforce_sorted=False))[0].data.sum()
+
+    def step():
+        if mode == "train":
+            run().backward()
+        else:
+            with torch.no_grad():
+                run()
+
+    bi = "_bi" if directions == 2 else ""
+    benchmark.extra_info.update(
+        case=f"lltm_sequence_packed{bi}_{mode}",
+        impl=impl,
+        dtype=str(dtype).removeprefix("torch."),
+        n=batch * features * state * steps * directions,
+        size=f"{batch}x{features}x{state}xT{steps}",
+        bytes=0,
+        device=DEVICE,
+        kind="recurrent",
+        host_bound=False,
+    )
+    _timed(benchmark, step)
+
+
+# Text generated one token at a time: B = 1, T = 1, 2 layers of S = F,
+# the state carried from call to call, under no_grad; the median is per
+# token, over 100 tokens back to back.
+GENERATE = [200, 650]
+TOKENS = 100
+
+
+@pytest.mark.skipif(DEVICE == "cpu", reason="a GPU benchmark: host time per call against cuDNN's")
+@pytest.mark.parametrize("state", GENERATE)
+@pytest.mark.parametrize("impl", ["kernforge", "gru", "lstm"])
+def test_lltm_sequence_generate(benchmark, impl, state):
+    cls = {"kernforge": kernforge.nn.LLTMSequence, "gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[impl]
+    model = cls(state, state, num_layers=2, device=DEVICE).eval()
+    gen = torch.Generator(device=DEVICE).manual_seed(0)
+    x = torch.randn(1, 1, state, device=DEVICE, generator=gen)
+    hidden = [None]
+
+    def token():
+        _, hidden[0] = model(x, hidden[0])
+
+    benchmark.extra_info.update(
+        case="lltm_sequence_generate",
+        impl=impl,
+        dtype="float32",
+        n=2 * state,
+        size=f"1x{state}x{state}xT1",
+        bytes=0,
+        device=DEVICE,
+        kind="recurrent",
+        host_bound=True,
+    )
+    with torch.no_grad():
+        for _ in range(10):
+            token()
+        benchmark.pedantic(token, rounds=30, iterations=TOKENS, warmup_rounds=2)

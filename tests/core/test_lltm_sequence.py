@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn.utils.rnn import pack_sequence, pad_packed_sequence
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import kernforge
 import kernforge_core.ops
@@ -317,7 +318,7 @@ def test_autograd_asks_only_for_needed_gradients(device, needs, monkeypatch):
         class lltm_sequence_backward:
             @staticmethod
             def default(*args):
-                masks.append(list(args[-1]))
+                masks.append(list(args[-2]))  # output_mask, then batch_sizes
                 return torch.ops.kernforge.lltm_sequence_backward.default(*args)
 
     monkeypatch.setattr(kernforge_core.ops, "_ops", Ops())
@@ -684,33 +685,6 @@ def test_module_pickles_whole(kept_names):
         close(got, want, **TOL[torch.float64])
 
 
-@pytest.mark.parametrize("enforce_sorted", [True, False])
-@pytest.mark.parametrize("bidirectional", [False, True])
-def test_module_packed_sequences_equal_each_run_alone(device, enforce_sorted, bidirectional):
-    gen = torch.Generator().manual_seed(93)
-    model = kernforge.nn.LLTMSequence(
-        4, 6, 2, bidirectional=bidirectional, device=device, dtype=torch.float64
-    )
-    lengths = [5, 5, 3, 2] if enforce_sorted else [3, 5, 2, 5, 1]
-    seqs = [random((n, 4), torch.float64, device, gen) for n in lengths]
-    hx = tuple(random((2 + 2 * bidirectional, len(seqs), 6), torch.float64, device, gen) for _ in range(2))
-    packed = pack_sequence(seqs, enforce_sorted=enforce_sorted)
-    out, (h_n, c_n) = model(packed, hx)
-    lstm = torch.nn.LSTM(4, 6, 2, bidirectional=bidirectional, device=device, dtype=torch.float64)
-    lstm_out, _ = lstm(packed)
-    assert torch.equal(out.batch_sizes, lstm_out.batch_sizes)
-    assert out.data.shape == lstm_out.data.shape
-    padded, got_lengths = pad_packed_sequence(out)
-    assert got_lengths.tolist() == lengths
-    for i, s in enumerate(seqs):
-        alone, (h, c) = model(s.unsqueeze(1), (hx[0][:, i : i + 1], hx[1][:, i : i + 1]))
-        close(padded[: lengths[i], i], alone[:, 0])
-        close(h_n[:, i], h[:, 0])
-        close(c_n[:, i], c[:, 0])
-    grads = torch.autograd.grad(padded.sum() + c_n.sum(), list(model.parameters()))
-    assert all(torch.isfinite(g).all() for g in grads)
-
-
 def test_module_unsorted_lengths_need_enforce_sorted_false():
     seqs = [torch.randn(2, 4), torch.randn(3, 4)]
     with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
@@ -825,3 +799,175 @@ def test_bad_backward_input(device):
         op(out, c_n, x, W, h0.T, out, cells, gates, [True] * 5)
     with pytest.raises(RuntimeError, match=re.escape(prefix + "weight does not match x")):
         op(out, c_n, x, W[:, :6], None, out, cells, gates, [True] * 5)
+
+
+# ----------------------------------------------------------------------------- packed sequences
+
+# (B, F, S) of a packed batch, on CUDA one per path: the CPU-sized case; one
+# cluster multiplying x itself (16, 32, 128), one cluster with P given
+# (B = 33, S = 40), the cluster's widest (64, 5, 64); the cooperative grid
+# (S = 256), its batch groups with the last short (33, 7, 300), its staged
+# operand (S = 521); cuBLAS per step (B = 300); no input features.
+PACKED_SIZES = [
+    (5, 3, 4), (16, 32, 128), (33, 20, 40), (64, 5, 64), (8, 4, 256), (33, 7, 300), (64, 6, 521),
+    (300, 8, 64), (6, 0, 12),
+]  # fmt: skip
+
+
+def _packed_inputs(batch, features, state, steps, dtype, device, gen):
+    """Packed x [N, F] of `batch` sequences of random lengths in [1, steps]
+    (one of length `steps`), their batch_sizes, W, b, h0, c0."""
+    lengths = torch.randint(1, steps + 1, (batch,), generator=gen).sort(descending=True).values
+    lengths[0] = steps
+    sizes = [int((lengths > t).sum()) for t in range(steps)]
+    x, W, b, h0, c0 = _inputs(1, batch, features, state, dtype, device, gen)
+    x = random((sum(sizes), features), dtype, device, gen)
+    return x, sizes, [W, b, h0, c0]
+
+
+# The op over packed data against the reference's loop over the steps'
+# rows (whose equality with each sequence run alone the module test below
+# checks), every gradient, on every path; the inference op gives the
+# forward's outputs bit for bit.
+@pytest.mark.sanitize
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float64, torch.bfloat16], ids=lambda d: str(d).removeprefix("torch.")
+)
+@pytest.mark.parametrize("size", PACKED_SIZES, ids=str)
+def test_packed_op_equals_the_steps_rows(device, dtype, size):
+    gen = torch.Generator().manual_seed(111)
+    x, sizes, rest = _packed_inputs(*size, 7, dtype, device, gen)
+    ours = [t.clone().requires_grad_() for t in (x, *rest)]
+    refs = [t.double().cpu().requires_grad_() for t in (x, *rest)]
+    _poison(device, (x.shape[0], 3 * size[2]))
+    out, (h_n, c_n) = kernforge.lltm_sequence(*ours, batch_sizes=sizes)
+    with torch.no_grad():
+        inf_out, (inf_h, inf_c) = kernforge.lltm_sequence(x, *rest, batch_sizes=torch.tensor(sizes))
+    r_out, (r_h, r_c) = reference.lltm_sequence(*refs, batch_sizes=sizes)
+    tol = _sequence_tolerance(dtype, len(sizes), size[0])
+    for o, i, r in ((out, inf_out, r_out), (h_n, inf_h, r_h), (c_n, inf_c, r_c)):
+        close(o.cpu(), r.to(dtype), **tol)
+        assert torch.equal(i, o.detach())
+    grads = [random(t.shape, dtype, device, gen) for t in (out, h_n, c_n)]
+    torch.autograd.backward((out, h_n, c_n), grads)
+    torch.autograd.backward((r_out, r_h, r_c), [g.double().cpu() for g in grads])
+    for name, o, r in zip(("x", "weight", "bias", "h0", "c0"), ours, refs, strict=True):
+        assert o.grad is not None, name
+        close(o.grad.cpu(), r.grad.to(dtype), **tol)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_module_packed_sequences_equal_each_run_alone(device, layers, enforce_sorted, bidirectional):
+    # Outputs, h_n, c_n and the gradients of every input, h0, c0 and weight,
+    # against each sequence run alone through the reference, in float64;
+    # the padding after pad_packed_sequence is zero, and the packing is
+    # nn.LSTM's.
+    gen = torch.Generator().manual_seed(93)
+    model = kernforge.nn.LLTMSequence(
+        4, 6, layers, bidirectional=bidirectional, device=device, dtype=torch.float64
+    )
+    lengths = [6, 6, 4, 2, 1] if enforce_sorted else [3, 6, 2, 6, 1, 4]
+    seqs = [random((n, 4), torch.float64, device, gen).requires_grad_() for n in lengths]
+    D = 2 if bidirectional else 1
+    hx = [random((D * layers, len(seqs), 6), torch.float64, device, gen).requires_grad_() for _ in range(2)]
+    packed = pack_sequence(seqs, enforce_sorted=enforce_sorted)
+    out, (h_n, c_n) = model(packed, tuple(hx))
+    lstm_out, _ = torch.nn.LSTM(
+        4, 6, layers, bidirectional=bidirectional, dtype=torch.float64, device=device
+    )(packed)
+    assert torch.equal(out.batch_sizes, lstm_out.batch_sizes) and out.data.shape == lstm_out.data.shape
+    padded, got_lengths = pad_packed_sequence(out)
+    assert got_lengths.tolist() == lengths
+    g_out, g_h, g_c = (random(t.shape, torch.float64, device, gen) for t in (padded, h_n, c_n))
+    inputs = [*seqs, *hx, *model.parameters()]
+    grads = torch.autograd.grad((padded * g_out).sum() + (h_n * g_h).sum() + (c_n * g_c).sum(), inputs)
+    loss = 0
+    for i, s in enumerate(seqs):
+        alone, (h, c) = model.reference(s.unsqueeze(1), (hx[0][:, i : i + 1], hx[1][:, i : i + 1]))
+        n = lengths[i]
+        close(padded[:n, i], alone[:, 0], **TOL[torch.float64])
+        assert torch.equal(padded[n:, i], torch.zeros_like(padded[n:, i]))
+        close(h_n[:, i], h[:, 0], **TOL[torch.float64])
+        close(c_n[:, i], c[:, 0], **TOL[torch.float64])
+        loss = (
+            loss
+            + (alone[:, 0] * g_out[:n, i]).sum()
+            + (h[:, 0] * g_h[:, i]).sum()
+            + (c[:, 0] * g_c[:, i]).sum()
+        )
+    for got, want in zip(grads, torch.autograd.grad(loss, inputs), strict=True):
+        close(got, want, **TOL[torch.float64])
+
+
+def test_packed_makes_one_call_per_layer_and_direction(device):
+    # 16 sequences of 16 distinct lengths, 2 bidirectional layers: 4 forward
+    # and 4 backward op calls, whatever the lengths.
+    gen = torch.Generator().manual_seed(95)
+    model = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=True, device=device)
+    seqs = [random((n, 4), torch.float32, device, gen) for n in range(1, 17)]
+    with _KernforgeCalls() as calls:
+        out, (h_n, c_n) = model(pack_sequence(seqs, enforce_sorted=False))
+        (out.data.sum() + h_n.sum() + c_n.sum()).backward()
+    assert calls.names == ["lltm_sequence_forward"] * 4 + ["lltm_sequence_backward"] * 4
+
+
+class _KernforgeCalls(TorchDispatchMode):
+    """Records the kernforge ops that reach the dispatcher, by name."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.namespace == "kernforge":
+            self.names.append(func._opname)
+        return func(*args, **(kwargs or {}))
+
+
+_ORDER = "batch_sizes must be positive and non-increasing (a PackedSequence's), got "
+BAD_BATCH_SIZES = [
+    ([3, 4, 1], _ORDER + "4 at step 1 after 3"),
+    ([3, 0, 0], _ORDER + "0 at step 1 after 3"),
+    ([], "batch_sizes must have at least one step, got []"),
+    ([3, 3, 1], "batch_sizes sum to 7 rows, but x has 8, got x: [8, 5] float32 cpu"),
+    ([4, 3, 1], "h0 and c0 must be [batch_sizes[0], hidden_size] = [4, 4], got x: [8, 5] float32 cpu, h0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "sizes, message", BAD_BATCH_SIZES, ids=["increasing", "zero", "empty", "sum", "first"]
+)
+def test_bad_batch_sizes_name_the_argument(sizes, message):
+    # Before any kernel runs, in eager (the wrapper and the op itself) and
+    # under fake tensors.
+    x, W, b, h0, c0 = _t(8, 5), _t(12, 9), _t(12), _t(3, 4), _t(3, 4)
+    expected = re.escape("kernforge::lltm_sequence: " + message)
+    with pytest.raises(RuntimeError, match=expected):
+        kernforge.lltm_sequence(x, W, b, h0, c0, batch_sizes=sizes)
+    for op in (torch.ops.kernforge.lltm_sequence_forward, torch.ops.kernforge.lltm_sequence_inference):
+        with pytest.raises(RuntimeError, match=expected):
+            op(x, W, b, h0, c0, sizes)
+        mode = FakeTensorMode()
+        with mode, pytest.raises(RuntimeError, match=expected):
+            op(*[mode.from_tensor(t) for t in (x, W, b, h0, c0)], sizes)
+    with pytest.raises(
+        RuntimeError, match=re.escape("x must be 2-D [sum(batch_sizes), input_size] with batch_sizes")
+    ):
+        kernforge.lltm_sequence(x.view(2, 4, 5), W, b, batch_sizes=[4, 4])
+    with pytest.raises(
+        TypeError,
+        match=re.escape("batch_sizes must be a 1-D integer tensor (a PackedSequence's), got [3] float32"),
+    ):
+        kernforge.lltm_sequence(x, W, b, batch_sizes=torch.tensor([3.0, 3.0, 2.0]))
+
+
+def test_packed_opcheck(device):
+    gen = torch.Generator().manual_seed(97)
+    x, sizes, (W, b, h0, c0) = _packed_inputs(5, 3, 4, 4, torch.float64, device, gen)
+    for t in (x, W, b, h0, c0):
+        t.requires_grad_()
+    for args in ((x, W, b, h0, c0, sizes), (x, W, b, None, None, sizes)):
+        torch.library.opcheck(torch.ops.kernforge.lltm_sequence_forward.default, args)
+        torch.library.opcheck(torch.ops.kernforge.lltm_sequence_inference.default, args)

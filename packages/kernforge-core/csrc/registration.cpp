@@ -23,21 +23,23 @@ STABLE_TORCH_LIBRARY(kernforge, m) {
   // The cell over a sequence x [T, B, F]: lltm_sequence_forward returns
   // (output [T, B, S] every step's h, c_n, gates [T, B, 3S], cells [T, B, S]
   // every step's c, float for half / bfloat16), gates and cells kept for the
-  // backward; h0 or c0 None is zeros. lltm_sequence_backward computes what
-  // output_mask asks for (x, W, b, h0, c0), each else [0]: (d_x, d_W, d_b,
-  // d_h0, d_c0).
+  // backward; h0 or c0 None is zeros. With batch_sizes (a PackedSequence's),
+  // x is packed [N, F], step t runs on its first batch_sizes[t] rows, the
+  // per-step outputs are [N, ...] and c_n is each row's at its own last
+  // step. lltm_sequence_backward computes what output_mask asks for (x, W,
+  // b, h0, c0), each else [0]: (d_x, d_W, d_b, d_h0, d_c0).
   m.def(
-      "lltm_sequence_forward(Tensor x, Tensor W, Tensor b, Tensor? h0, Tensor? c0) -> "
-      "(Tensor, Tensor, Tensor, Tensor)");
+      "lltm_sequence_forward(Tensor x, Tensor W, Tensor b, Tensor? h0, Tensor? c0, "
+      "int[]? batch_sizes=None) -> (Tensor, Tensor, Tensor, Tensor)");
   // lltm_sequence_inference: the forward with no backward to come, (output,
   // c_n), keeping neither gates nor cells.
   m.def(
-      "lltm_sequence_inference(Tensor x, Tensor W, Tensor b, Tensor? h0, Tensor? c0) -> "
-      "(Tensor, Tensor)");
+      "lltm_sequence_inference(Tensor x, Tensor W, Tensor b, Tensor? h0, Tensor? c0, "
+      "int[]? batch_sizes=None) -> (Tensor, Tensor)");
   m.def(
       "lltm_sequence_backward(Tensor? grad_output, Tensor? grad_cn, Tensor x, Tensor W, "
-      "Tensor? h0, Tensor output, Tensor cells, Tensor gates, bool[5] output_mask) -> "
-      "(Tensor, Tensor, Tensor, Tensor, Tensor)");
+      "Tensor? h0, Tensor output, Tensor cells, Tensor gates, bool[5] output_mask, "
+      "int[]? batch_sizes=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
 }
 
 // `import kernforge_core._C` loads this library, which registers the ops above;

@@ -13,6 +13,9 @@
 //                      d_gates_t W_h over its 3J rows: a partial g_{t-1} of every unit,
 //                      each block's J columns to that block;
 //                      g_{t-1} = grad_output_{t-1} + the sum of the partials (its J units)
+// Packed, step t runs on its first B_t rows (the exchanges keep their
+// size): a row's cell stays in its thread after its last step, and in the
+// backward a row joins at its own last step.
 // What a step receives is double-buffered by the step's parity. Two
 // buffers suffice: a block can push into a buffer again only after every
 // block has sent it the step in between, which each sends only after it
@@ -141,12 +144,12 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
   float* xb = pre + state_floats(p, false);             // F > 0: [2][padded][F], buffer t & 1 x_t
   uint64_t* xbars = reinterpret_cast<uint64_t*>(xb + 2 * padded * F);  // F > 0: [2], x_t on t & 1
   // h_t arrives in buffer (t + 1) & 1 during step t, for t < T - 1.
-  const uint32_t bytes = 4u * (S - units) * p.stride, x_bytes = 4u * B * F;
+  const uint32_t bytes = 4u * (S - units) * p.stride;
   init_exchange(bars, bytes, T > 2, T > 1);
-  const auto load_x = [&](int t) {  // thread 0: x_t into buffer t & 1
+  const auto load_x = [&](int t) {  // thread 0: x_t's B_t rows into buffer t & 1
+    const uint32_t x_bytes = 4u * step_rows(a, t) * F;
     expect_bytes(xbars + (t & 1), x_bytes);
-    bulk_load(xb + (t & 1) * padded * F, a.x + static_cast<int64_t>(t) * B * F, x_bytes,
-              xbars + (t & 1));
+    bulk_load(xb + (t & 1) * padded * F, a.x + step_row(a, t) * F, x_bytes, xbars + (t & 1));
   };
   if (F > 0) {
     init_bulk_barrier(xbars);
@@ -180,26 +183,28 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
     wait_phase(xbars, 0);
     accumulate_input(ws, S, xb, F, B, p, it, acc);
   }
+  int Bt = B, Bn = T > 1 ? step_rows(a, 1) : 0;  // the rows of steps t and t + 1
   for (int t = 0; t < T; ++t) {
     if (t > 0) {
       // h_{t-1} has landed; buffer t & 1 next receives h_{t+1}.
       wait_phase(bars + (t & 1), ((t - 1) >> 1) & 1);
       if (threadIdx.x == 0 && t + 2 < T) expect_bytes(bars + (t & 1), bytes);
     }
-    accumulate<3>(ws, hb + (t & 1) * S * p.stride, 0, S, B, p, it, acc);
+    accumulate<3>(ws, hb + (t & 1) * S * p.stride, 0, S, Bt, p, it, acc);
     reduce_lanes<3>(p, acc);
-    if (lane == 0 && b0 < B)
+    if (lane == 0 && b0 < Bt)
 #pragma unroll
       for (int g = 0; g < 3; ++g)
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
-          if (b0 + r < B) pre[(g * J + jt) * B + b0 + r] = acc[g][r];
+          if (b0 + r < Bt) pre[(g * J + jt) * B + b0 + r] = acc[g][r];
     __syncthreads();  // pre is complete, buffer t & 1 and x buffer t & 1 read
     if (F > 0 && threadIdx.x == 0 && t + 2 < T) load_x(t + 2);
     const bool send = t + 1 < T;
     float* next = hb + ((t + 1) & 1) * S * p.stride;
     ForwardElement e{};
-    if (owner) {
+    const bool live = owner && ob < Bt;
+    if (live) {
       e = gate_forward<scalar_t>(in[0] + pre[oj * B + ob], in[1] + pre[(J + oj) * B + ob],
                                  in[2] + pre[(2 * J + oj) * B + ob], c);
       c = e.c;
@@ -214,14 +219,17 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
       push(next + j0 * p.stride, units * p.stride, p.blocks, rank, bars + ((t + 1) & 1));
       if (F > 0) {
         wait_phase(xbars + ((t + 1) & 1), ((t + 1) >> 1) & 1);
-        accumulate_input(ws, S, xb + ((t + 1) & 1) * padded * F, F, B, p, it, acc);
+        accumulate_input(ws, S, xb + ((t + 1) & 1) * padded * F, F, Bn, p, it, acc);
       }
     }
-    if (owner) {
+    if (live) {
       store_forward(a, t, ob, j0 + oj, e);
-      if (send) step_input(a, t + 1, ob, j0 + oj, in);
+      if (send && ob < Bn) step_input(a, t + 1, ob, j0 + oj, in);
     }
+    Bt = Bn;
+    if (t + 2 < T) Bn = step_rows(a, t + 2);
   }
+  if (owner) a.c_n[ob * S + j0 + oj] = static_cast<scalar_t>(c);  // each row's last cell
 #endif
 }
 
@@ -276,15 +284,20 @@ __global__ void __launch_bounds__(kThreads)
   // partials land.
   const bool owner = static_cast<int>(threadIdx.x) < units * B;
   const int ob = threadIdx.x / units, oj = threadIdx.x % units;
+  // Packed, a row takes part from its own last step down (Bt rows at step t).
   float dh = 0.0f, dc = 0.0f, in[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d_b[3] = {0.0f, 0.0f, 0.0f};
+  int Bt = step_rows(a, T - 1);
   if (owner) {
-    dh = step_grad_output(a, T - 1, ob, j0 + oj);
     dc = a.grad_cn ? a.grad_cn[ob * S + j0 + oj] : 0.0f;
-    step_saved(a, T - 1, ob, j0 + oj, in);
+    if (ob < Bt) {
+      dh = step_grad_output(a, T - 1, ob, j0 + oj);
+      step_saved(a, T - 1, ob, j0 + oj, in);
+    }
   }
   cluster.sync();  // every block runs, its mbarriers set up, before any pushes into it
   for (int t = T - 1; t >= 0; --t) {
-    if (owner) {
+    const int Bp = t > 0 ? step_rows(a, t - 1) : 0;  // the rows of step t - 1
+    if (owner && ob < Bt) {
       const BackwardElement e = gate_backward<scalar_t>(dh, dc, in);
       dc = e.dc;
 #pragma unroll
@@ -304,7 +317,8 @@ __global__ void __launch_bounds__(kThreads)
       float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       const float* w = ws + item_s[i];
       const float* d = dl + item_b0[i];
-      for (int r = 0; r < 3 * J; ++r) {
+      // (rows past Bt have no d_gates: their partials are the zeros of dl)
+      for (int r = 0; item_b0[i] < Bt && r < 3 * J; ++r) {
         const float wr = w[r * p.kp];
         const float4 v = *reinterpret_cast<const float4*>(d + r * RB);
         acc[0] += wr * v.x;
@@ -317,7 +331,7 @@ __global__ void __launch_bounds__(kThreads)
                   acc[2], acc[3]);
     }
     float go = 0.0f;
-    if (owner && t > 0) {
+    if (owner && ob < Bp) {
       step_saved(a, t - 1, ob, j0 + oj, in);
       go = step_grad_output(a, t - 1, ob, j0 + oj);
     }
@@ -329,6 +343,7 @@ __global__ void __launch_bounds__(kThreads)
       dh = go;
       for (int from = 0; from < blocks; ++from) dh += into[(from * J + oj) * RB + ob];
     }
+    Bt = Bp;
   }
   if (owner) {
     if (a.d_c0) a.d_c0[ob * S + j0 + oj] = dc;

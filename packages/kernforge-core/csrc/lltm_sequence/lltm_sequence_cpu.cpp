@@ -24,6 +24,10 @@ struct CpuSequence {
       throw std::runtime_error("kernforge::lltm_sequence: addmm failed");
   }
 
+  static Tensor index_rows(const Tensor& src, const Tensor& index) {
+    return seq::index_rows(aoti_torch_cpu_index_Tensor, src, index);
+  }
+
   static void step(const SeqStep& p) {
     dispatch<Dtypes::Floating>(p.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;

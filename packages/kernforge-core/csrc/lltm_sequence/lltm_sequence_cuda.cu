@@ -69,6 +69,10 @@ struct CudaSequence {
       throw std::runtime_error("kernforge::lltm_sequence: addmm failed");
   }
 
+  static Tensor index_rows(const Tensor& src, const Tensor& index) {
+    return seq::index_rows(aoti_torch_cuda_index_Tensor, src, index);
+  }
+
   static void step(const SeqStep& p) {
     dispatch<Dtypes::Floating>(p.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
@@ -140,6 +144,7 @@ struct CudaSequence {
               static_cast<scalar_t*>(r.output),
               static_cast<scalar_t*>(r.c_n),
               static_cast<float*>(r.cells),
+              r.offsets,
               r.ldw,
               static_cast<int>(r.steps),
               static_cast<int>(r.batch),
@@ -172,6 +177,7 @@ struct CudaSequence {
                                                   static_cast<scalar_t*>(r.d_h0),
                                                   static_cast<float*>(r.d_c0),
                                                   cluster ? static_cast<scalar_t*>(r.d_b) : nullptr,
+                                                  r.offsets,
                                                   r.ldw,
                                                   static_cast<int>(r.steps),
                                                   static_cast<int>(r.batch),
@@ -189,15 +195,15 @@ struct CudaSequence {
 
   // One launch in place of three or four cuBLAS calls, where the products are small.
   static bool sums(const SeqGrads& g) {
-    if (!cuda_seq::weight_grads_fit(g.steps * g.batch, g.state, g.features)) return false;
+    if (!cuda_seq::weight_grads_fit(g.rows, g.state, g.features)) return false;
     dispatch<Dtypes::Floating>(g.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
       cuda_seq::launch_weight_grads(
           cuda_seq::GradsArgs<scalar_t>{
               static_cast<const scalar_t*>(g.d_gates), static_cast<const scalar_t*>(g.h0),
-              static_cast<const scalar_t*>(g.output), static_cast<const scalar_t*>(g.x),
+              static_cast<const scalar_t*>(g.previous), static_cast<const scalar_t*>(g.x),
               static_cast<const scalar_t*>(g.W), static_cast<scalar_t*>(g.d_W),
-              static_cast<scalar_t*>(g.d_b), static_cast<scalar_t*>(g.d_x), g.steps * g.batch,
+              static_cast<scalar_t*>(g.d_b), static_cast<scalar_t*>(g.d_x), g.rows,
               g.batch, g.state, g.features, g.ldw},
           g.device);
     });

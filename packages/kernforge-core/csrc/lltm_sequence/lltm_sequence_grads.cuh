@@ -2,9 +2,9 @@
 // in one launch where cuBLAS would take three or four calls (d_W's two
 // column blocks, d_x, the ones product for d_b), each costing more host
 // time than its GPU work:
-//   d_W [3S, S + F] = d_gates^T [h_{t-1} | x_t]   over all T * B rows
+//   d_W [3S, S + F] = d_gates^T [h_{t-1} | x_t]   over all rows (T * B, or packed N)
 //   d_b [3S]        = d_gates^T 1                  (a column of ones after x)
-//   d_x [T * B, F]  = d_gates W_x
+//   d_x [rows, F]   = d_gates W_x
 // A block computes one 32 x 32 tile of d_W (with d_b) or of d_x. Its
 // threads are groups of 64 (eight groups, four in double); each group sums
 // its part of the reduction, a 4 x 4 patch of the tile a thread, staging
@@ -49,12 +49,13 @@ struct alignas(4 * sizeof(T)) Four {
 }  // namespace grads
 
 // Outputs may be null (not asked for); h0 null is zeros. All contiguous:
-// d_gates [rows, 3S], output and x the forward's [rows, S] and [rows, F],
+// d_gates [rows, 3S], previous [rows - batch, S] (the h_{t-1} of rows
+// batch.., as lltm_sequence_math.h's SeqGrads) and x [rows, F],
 // W [3S, ldw]. The d_W tiles cover columns [col0, S + F + (d_b ? 1 : 0)):
 // col0 is S + F when only d_b is asked for.
 template <class scalar_t>
 struct GradsArgs {
-  const scalar_t *d_gates, *h0, *output, *x, *W;
+  const scalar_t *d_gates, *h0, *previous, *x, *W;
   scalar_t *d_W, *d_b, *d_x;
   int64_t rows, batch, state, features, ldw, col0;
   int64_t tiles_w, tiles_w_n, tiles_x_n;
@@ -95,7 +96,7 @@ __global__ void __launch_bounds__(grads::kBlock<scalar_t>)
   const int a_kk_step = w ? kGroupThreads / kTile : 0, a_i_step = w ? 0 : kGroupThreads / kDepth;
   // B: a thread keeps its column n (kk = lane / 32 + 2s). For d_W, column n
   // of [h_{t-1} | x_t | 1]: h_{t-1} is h0 for the first batch rows, then
-  // output; for d_x, column n of W_x^T's transpose (W's last F columns).
+  // previous; for d_x, column n of W_x^T's transpose (W's last F columns).
   const int64_t n = n0 + lane % kTile;
   enum Column { kNone, kH, kX, kOne, kW };
   const Column column = n >= N ? kNone : !w ? kW : n < S ? kH : n < S + F ? kX : kOne;
@@ -109,7 +110,7 @@ __global__ void __launch_bounds__(grads::kBlock<scalar_t>)
     if (k >= k_end) return acc_t(0);
     switch (column) {
       case kH:
-        if (k >= a.batch) return static_cast<acc_t>(a.output[(k - a.batch) * S + n]);
+        if (k >= a.batch) return static_cast<acc_t>(a.previous[(k - a.batch) * S + n]);
         return a.h0 ? static_cast<acc_t>(a.h0[k * S + n]) : acc_t(0);
       case kX: return static_cast<acc_t>(a.x[k * F + n - S]);
       case kOne: return acc_t(1);

@@ -11,6 +11,10 @@
 //   d_x = d_gates W_x, d_W = d_gates^T [h_{t-1}, x_t], d_b = 1^T d_gates
 // the last three GEMMs over all T * B rows. h0 and c0 may be absent: zeros.
 // Half and bfloat16 sequences keep their cell state in float (`cells`).
+// A packed sequence (the batch_sizes of a PackedSequence) is the same with
+// step t on its first B_t rows only: x [N, F] holds the steps' rows one
+// after the other, and every row has its h_{t-1} at the same row of the step
+// before (B_t <= B_{t-1}); c_n is each row's cell at its own last step.
 #pragma once
 
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
@@ -65,9 +69,13 @@ struct SeqStepBackward {
 // cells, W -> d_gates [T, B, 3S] and, unless null, d_c0 (cell type), d_h0
 // and d_b [3S] (which the backend may leave to the driver: SeqRan). The
 // forward also writes c_n [B, S] in the input dtype. All else contiguous.
+// Packed: `offsets` (T + 1 int64 on the device) gives step t's rows
+// [offsets[t], offsets[t + 1]) of every [N, ...] tensor, B = B_0 rows the
+// most, and grad_output's row stride is its second stride (the first is 0).
 struct SeqRecurrence {
   const void *P, *x, *bias, *W, *h0, *c0;
   void *gates, *cells, *output, *c_n;
+  const int64_t* offsets;  // null: fixed length, step t's rows from t * B
   int64_t ldw, features, steps, batch, state;
   ScalarType dtype;
   int32_t device;
@@ -77,6 +85,7 @@ struct SeqRecurrenceBackward {
   const void *grad_output, *grad_cn, *gates, *cells, *W;
   std::array<int64_t, 3> grad_output_strides;
   void *d_gates, *d_h0, *d_c0, *d_b;
+  const int64_t* offsets;  // as the forward's
   int64_t ldw, steps, batch, state;
   ScalarType dtype;
   int32_t device;
@@ -88,16 +97,17 @@ struct SeqRan {
   bool whole = false, bias = false;
 };
 
-// The backward's sums over all T * B rows in one backend call, where the
-// backend has a kernel for the size (else it returns false and the driver
-// makes the GEMMs): d_W [3S, S + F] = d_gates^T [h_{t-1} | x_t], d_b [3S] =
-// d_gates^T 1, d_x [T, B, F] = d_gates W_x. Each output may be null (not
-// asked for); h0 null is zeros. All contiguous: d_gates [T, B, 3S], h0
-// [B, S], output [T, B, S], x [T, B, F], W [3S, ldw].
+// The backward's sums over all N = T * B rows (packed: N rows) in one
+// backend call, where the backend has a kernel for the size (else it
+// returns false and the driver makes the GEMMs): d_W [3S, S + F] = d_gates^T
+// [h_{t-1} | x_t], d_b [3S] = d_gates^T 1, d_x [N, F] = d_gates W_x. Each
+// output may be null (not asked for); h0 null is zeros. All contiguous:
+// d_gates [N, 3S], h0 [B, S], previous [N - B, S] the h_{t-1} of rows B..N-1
+// (fixed length: output's first rows), x [N, F], W [3S, ldw].
 struct SeqGrads {
-  const void *d_gates, *h0, *output, *x, *W;
+  const void *d_gates, *h0, *previous, *x, *W;
   void *d_W, *d_b, *d_x;
-  int64_t ldw, steps, batch, features, state;
+  int64_t ldw, rows, batch, features, state;
   ScalarType dtype;
   int32_t device;
 };
@@ -106,6 +116,17 @@ struct SeqGrads {
 inline ScalarType cell_dtype(ScalarType t) {
   return t == ScalarType::Half || t == ScalarType::BFloat16 ? ScalarType::Float : t;
 }
+
+// The rows each step runs on: fixed length, T steps of B rows (step t's
+// from row t B), or packed (a PackedSequence's batch_sizes): step t's B_t
+// rows from offsets[t], B = B_0 >= B_1 >= ... >= B_{T-1} >= 1, N in all.
+struct SeqSteps {
+  int64_t steps = 0, batch = 0, total = 0;
+  std::vector<int64_t> offsets;  // T + 1 where packed, else empty
+  bool packed() const { return !offsets.empty(); }
+  int64_t rows(int64_t t) const { return packed() ? offsets[t + 1] - offsets[t] : batch; }
+  int64_t offset(int64_t t) const { return packed() ? offsets[t] : t * batch; }
+};
 
 namespace seq {
 
@@ -117,6 +138,15 @@ inline Tensor view(const Tensor& base, int64_t offset, std::array<int64_t, 2> si
   AtenTensorHandle out = nullptr;
   if (aoti_torch__reinterpret_tensor(base.get(), 2, sizes.data(), strides.data(), offset, &out) !=
       AOTI_TORCH_SUCCESS)
+    throw std::runtime_error("kernforge::lltm_sequence: could not make a view");
+  return Tensor(out);
+}
+
+// Elements [start, start + n) of a contiguous 1-D tensor.
+inline Tensor view1(const Tensor& base, int64_t start, int64_t n) {
+  const int64_t stride = 1;
+  AtenTensorHandle out = nullptr;
+  if (aoti_torch__reinterpret_tensor(base.get(), 1, &n, &stride, start, &out) != AOTI_TORCH_SUCCESS)
     throw std::runtime_error("kernforge::lltm_sequence: could not make a view");
   return Tensor(out);
 }
@@ -142,30 +172,73 @@ inline Tensor as_dtype(const Tensor& t, ScalarType dtype) {
   return t.scalar_type() == dtype ? t : torch::stable::to(t, dtype);
 }
 
-// x [T, B, F] with T >= 1, W [3S, S+F], b [3S], h0 and c0 [B, S] (either
-// may be absent: zeros): one floating dtype, one device.
-inline ScalarType check(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor* h0,
-                        const Tensor* c0) {
+[[noreturn]] inline void fail_steps(const char* op, const std::string& what) {
+  throw std::runtime_error(std::string("kernforge::") + op + ": " + what);
+}
+
+// The steps of x: [T, B, F] without batch_sizes; with them, x [N, F] packed
+// as a PackedSequence's data, batch_sizes its (each at least 1, none above
+// the one before, summing to N).
+inline SeqSteps steps_of(const char* op, const Tensor& x,
+                         const std::optional<std::vector<int64_t>>& batch_sizes) {
+  SeqSteps st;
+  if (!batch_sizes) {
+    if (x.dim() != 3) fail(op, "x must be 3-D", {{"x", &x}});
+    st.steps = x.size(0);
+    st.batch = x.size(1);
+    st.total = st.steps * st.batch;
+    return st;
+  }
+  if (x.dim() != 2)
+    fail(op, "x must be 2-D [sum(batch_sizes), input_size] with batch_sizes", {{"x", &x}});
+  const std::vector<int64_t>& sizes = *batch_sizes;
+  if (sizes.empty()) fail_steps(op, "batch_sizes must have at least one step, got []");
+  st.offsets.reserve(sizes.size() + 1);
+  st.offsets.push_back(0);
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    if (sizes[t] < 1 || (t > 0 && sizes[t] > sizes[t - 1]))
+      fail_steps(op, "batch_sizes must be positive and non-increasing (a PackedSequence's), got " +
+                         std::to_string(sizes[t]) + " at step " + std::to_string(t) +
+                         (t > 0 ? " after " + std::to_string(sizes[t - 1]) : std::string()));
+    st.offsets.push_back(st.offsets.back() + sizes[t]);
+  }
+  st.steps = static_cast<int64_t>(sizes.size());
+  st.batch = sizes[0];
+  st.total = st.offsets.back();
+  if (st.total != x.size(0))
+    fail(op,
+         "batch_sizes sum to " + std::to_string(st.total) + " rows, but x has " +
+             std::to_string(x.size(0)),
+         {{"x", &x}});
+  return st;
+}
+
+// x [T, B, F] (packed: [N, F]) with T >= 1, W [3S, S+F], b [3S], h0 and c0
+// [B, S] (either may be absent: zeros): one floating dtype, one device.
+inline std::pair<ScalarType, SeqSteps> check(const Tensor& x, const Tensor& W, const Tensor& b,
+                                             const Tensor* h0, const Tensor* c0,
+                                             const std::optional<std::vector<int64_t>>& sizes) {
   const char* op = "lltm_sequence";
-  for (const NamedTensor& a :
-       {NamedTensor{"x", &x}, NamedTensor{"weight", &W}, NamedTensor{"bias", &b},
-        NamedTensor{"h0", h0}, NamedTensor{"c0", c0}}) {
-    const int64_t want = a.second == &x ? 3 : (a.second == &b ? 1 : 2);
+  for (const NamedTensor& a : {NamedTensor{"weight", &W}, NamedTensor{"bias", &b},
+                               NamedTensor{"h0", h0}, NamedTensor{"c0", c0}}) {
+    const int64_t want = a.second == &b ? 1 : 2;
     if (a.second && a.second->dim() != want)
       fail(op, std::string(a.first) + " must be " + std::to_string(want) + "-D", {a});
   }
+  SeqSteps st = steps_of(op, x, sizes);
   const ScalarType dtype =
       check_compatible(op, Dtypes::Floating, {{"x", &x}, {"weight", &W}, {"bias", &b}});
   for (const NamedTensor& a : {NamedTensor{"h0", h0}, NamedTensor{"c0", c0}})
     if (a.second) check_compatible(op, Dtypes::Floating, {{"x", &x}, a});
-  if (x.size(0) == 0) fail(op, "x must have at least one step", {{"x", &x}});
-  const int64_t batch = x.size(1), features = x.size(2);
+  if (st.steps == 0) fail(op, "x must have at least one step", {{"x", &x}});
+  const int64_t batch = st.batch, features = x.size(x.dim() - 1);
   const int64_t state = h0 ? h0->size(1) : W.size(0) / 3;
   for (const NamedTensor& a : {NamedTensor{"h0", h0}, NamedTensor{"c0", c0}})
     if (a.second && (a.second->size(0) != batch || a.second->size(1) != state))
       fail(op,
-           "h0 and c0 must be [batch, hidden_size] = [" + std::to_string(batch) + ", " +
-               std::to_string(state) + "]",
+           std::string(st.packed() ? "h0 and c0 must be [batch_sizes[0], hidden_size] = ["
+                                   : "h0 and c0 must be [batch, hidden_size] = [") +
+               std::to_string(batch) + ", " + std::to_string(state) + "]",
            {{"x", &x}, a});
   if (W.size(0) != 3 * state || W.size(1) != state + features)
     fail(op,
@@ -175,15 +248,67 @@ inline ScalarType check(const Tensor& x, const Tensor& W, const Tensor& b, const
   if (b.size(0) != 3 * state)
     fail(op, "bias must be [3 * hidden_size] = [" + std::to_string(3 * state) + "]",
          {{"bias", &b}, {"weight", &W}});
-  return dtype;
+  return {dtype, std::move(st)};
+}
+
+// `values` as an int64 tensor on `like`'s device (one copy from the host).
+inline Tensor device_ints(const Tensor& like, const std::vector<int64_t>& values) {
+  const int64_t n = static_cast<int64_t>(values.size()), stride = 1;
+  AtenTensorHandle host = nullptr;
+  if (aoti_torch_empty_strided(1, &n, &stride, aoti_torch_dtype_int64(),
+                               aoti_torch_device_type_cpu(), 0, &host) != AOTI_TORCH_SUCCESS)
+    throw std::runtime_error("kernforge::lltm_sequence: could not allocate an index");
+  Tensor out(host);
+  std::copy(values.begin(), values.end(), static_cast<int64_t*>(out.data_ptr()));
+  if (like.is_cpu()) return out;
+  Tensor on_device = empty(like, {n}, aoti_torch_dtype_int64());
+  torch::stable::copy_(on_device, out);
+  return on_device;
+}
+
+// Rows `index` (int64, 1-D) of the 2-D `src`, through the backend's index op
+// (aoti_torch_<device>_index_Tensor).
+template <class Fn>
+Tensor index_rows(Fn index_op, const Tensor& src, const Tensor& index) {
+  AtenTensorHandle handle = index.get(), out = nullptr;
+  const AtenTensorHandle* indices[] = {&handle};
+  if (index_op(src.get(), indices, 1, &out) != AOTI_TORCH_SUCCESS)
+    throw std::runtime_error("kernforge::lltm_sequence: could not gather rows");
+  return Tensor(out);
+}
+
+// Packed: the index tensor the kernels and gathers read, on x's device:
+// the T + 1 offsets, then `rows` (each row's last step in the forward, its
+// h_{t-1}'s row in the backward); else undefined.
+inline Tensor packed_index(const Tensor& x, const SeqSteps& st, bool backward) {
+  if (!st.packed()) return Tensor();
+  std::vector<int64_t> v(st.offsets);
+  if (!backward) {
+    // Row b's last step is the last t with B_t > b: rows [B_{t+1}, B_t) end at t.
+    v.resize(v.size() + st.batch);
+    for (int64_t t = 0; t < st.steps; ++t)
+      for (int64_t b = t + 1 < st.steps ? st.rows(t + 1) : 0; b < st.rows(t); ++b)
+        v[st.steps + 1 + b] = st.offset(t) + b;
+  } else {
+    for (int64_t t = 1; t < st.steps; ++t)
+      for (int64_t b = 0; b < st.rows(t); ++b) v.push_back(st.offset(t - 1) + b);
+  }
+  return device_ints(x, v);
+}
+
+// The rows part of packed_index's tensor.
+inline Tensor packed_rows(const Tensor& index, const SeqSteps& st) {
+  const int64_t n = index.size(0) - (st.steps + 1);
+  return view1(index, st.steps + 1, n);
 }
 
 // The backward's saved tensors and incoming gradients, as the forward made
 // them (the op's schema is public: a clear error for what it did not make).
-inline void check_backward(const Tensor* grad_output, const Tensor* grad_cn, const Tensor& x,
-                           const Tensor& W, const Tensor* h0, const Tensor& output,
-                           const Tensor& cells, const Tensor& gates,
-                           const std::vector<bool>& mask) {
+inline SeqSteps check_backward(const Tensor* grad_output, const Tensor* grad_cn, const Tensor& x,
+                               const Tensor& W, const Tensor* h0, const Tensor& output,
+                               const Tensor& cells, const Tensor& gates,
+                               const std::vector<bool>& mask,
+                               const std::optional<std::vector<int64_t>>& sizes) {
   const char* op = "lltm_sequence_backward";
   if (mask.size() != 5)
     throw std::runtime_error(std::string("kernforge::") + op +
@@ -192,9 +317,11 @@ inline void check_backward(const Tensor* grad_output, const Tensor* grad_cn, con
   const ScalarType dtype = check_compatible(
       op, Dtypes::Floating, {{"x", &x}, {"weight", &W}, {"output", &output}, {"gates", &gates}});
   if (h0) check_compatible(op, Dtypes::Floating, {{"x", &x}, {"h0", h0}});
-  if (x.dim() != 3 || W.dim() != 2 || x.size(0) == 0 || W.size(0) % 3 != 0)
-    fail(op, "expected x [T >= 1, B, F] and weight [3S, S + F]", {{"x", &x}, {"weight", &W}});
-  const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = W.size(0) / 3;
+  const SeqSteps st = steps_of(op, x, sizes);
+  if (W.dim() != 2 || st.steps == 0 || W.size(0) % 3 != 0)
+    fail(op, "expected x [T >= 1, B, F] (packed: [N, F]) and weight [3S, S + F]",
+         {{"x", &x}, {"weight", &W}});
+  const int64_t B = st.batch, F = x.size(x.dim() - 1), S = W.size(0) / 3;
   if (W.size(1) != S + F) fail(op, "weight does not match x", {{"x", &x}, {"weight", &W}});
   if (h0 && (h0->dim() != 2 || h0->size(0) != B || h0->size(1) != S))
     fail(op, "h0 must be [B, S] or None", {{"x", &x}, {"weight", &W}, {"h0", h0}});
@@ -205,45 +332,64 @@ inline void check_backward(const Tensor* grad_output, const Tensor* grad_cn, con
       if (t.size(d++) != w) return false;
     return true;
   };
-  if (!shape_is(output, {T, B, S}) || !shape_is(gates, {T, B, 3 * S}) ||
-      !shape_is(cells, {T, B, S}) || !Meta(cells).same_device(Meta(x)) ||
-      cells.scalar_type() != cell_dtype(dtype))
-    fail(op, "output, cells and gates must be the forward's ([T, B, S], [T, B, S], [T, B, 3S])",
+  // Each step's rows of C columns: [T, B, C], or [N, C] packed.
+  const auto rows_of = [&](const Tensor& t, int64_t C) {
+    return st.packed() ? shape_is(t, {st.total, C}) : shape_is(t, {st.steps, B, C});
+  };
+  if (!rows_of(output, S) || !rows_of(gates, 3 * S) || !rows_of(cells, S) ||
+      !Meta(cells).same_device(Meta(x)) || cells.scalar_type() != cell_dtype(dtype))
+    fail(op,
+         "output, cells and gates must be the forward's ([T, B, S], [T, B, S], [T, B, 3S]; "
+         "packed [N, S], [N, S], [N, 3S])",
          {{"output", &output}, {"cells", &cells}, {"gates", &gates}});
   if (grad_output) {
     check_compatible(op, Dtypes::Floating, {{"x", &x}, {"grad_output", grad_output}});
-    if (!shape_is(*grad_output, {T, B, S}))
-      fail(op, "grad_output must be [T, B, S]", {{"grad_output", grad_output}});
+    if (!rows_of(*grad_output, S))
+      fail(op, "grad_output must be [T, B, S] (packed: [N, S])", {{"grad_output", grad_output}});
   }
   if (grad_cn) {
     check_compatible(op, Dtypes::Floating, {{"x", &x}, {"grad_cn", grad_cn}});
     if (!shape_is(*grad_cn, {B, S})) fail(op, "grad_cn must be [B, S]", {{"grad_cn", grad_cn}});
   }
+  return st;
 }
 
 // The forward: (output [T, B, S] every step's h, c_n [B, S], gates
-// [T, B, 3S] activated, cells [T, B, S] every step's c in the cell type);
-// with keep false, gates and cells are not made (undefined): the backend's
-// whole recurrence writes none, and a stepping driver keeps one step's gates
-// and two steps' cells as scratch (gates over P's rows where the backend
-// allows).
+// [T, B, 3S] activated, cells [T, B, S] every step's c in the cell type;
+// packed: [N, ...] for [T, B, ...]); with keep false, gates and cells are
+// not made (undefined): the backend's whole recurrence writes none, and a
+// stepping driver keeps one step's gates (gates over P's rows where the
+// backend allows) and, at fixed length, two steps' cells as scratch.
 // Backend: Guard, kGatesOverPre, addmm(out, self, a, b, beta) (out = beta * self + a b),
-// step(const SeqStep&), step_backward(const SeqStepBackward&),
+// index_rows(src, index), step(const SeqStep&), step_backward(const SeqStepBackward&),
 // projects_input(const SeqRecurrence&), recurrence(const SeqRecurrence&),
 // recurrence(const SeqRecurrenceBackward&), sums(const SeqGrads&).
 template <class Backend>
-std::tuple<Tensor, Tensor, Tensor, Tensor> forward(const Tensor& x, const Tensor& W,
-                                                   const Tensor& b, const std::optional<Tensor>& h0,
-                                                   const std::optional<Tensor>& c0, bool keep) {
-  const ScalarType dtype = check(x, W, b, h0 ? &*h0 : nullptr, c0 ? &*c0 : nullptr);
+std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
+    const Tensor& x, const Tensor& W, const Tensor& b, const std::optional<Tensor>& h0,
+    const std::optional<Tensor>& c0, const std::optional<std::vector<int64_t>>& batch_sizes,
+    bool keep) {
+  const auto checked = check(x, W, b, h0 ? &*h0 : nullptr, c0 ? &*c0 : nullptr, batch_sizes);
+  const ScalarType dtype = checked.first;
+  const SeqSteps& st = checked.second;
   typename Backend::Guard guard(x);
-  const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = W.size(0) / 3;
+  const int64_t T = st.steps, B = st.batch, N = st.total, F = x.size(x.dim() - 1),
+                S = W.size(0) / 3;
+  const bool packed = st.packed();
   const ScalarType cell = cell_dtype(dtype);
   // Every tensor made here comes through the C shim (no dispatcher call):
   // at small sizes the forward is bound by the host.
-  const Tensor output = empty(x, {T, B, S});
-  Tensor gates = keep ? empty(x, {T, B, 3 * S}) : Tensor();
-  Tensor cells = keep ? empty_cells(x, {T, B, S}) : Tensor();
+  const auto shape = [&](int64_t C) -> std::vector<int64_t> {
+    return packed ? std::vector<int64_t>{N, C} : std::vector<int64_t>{T, B, C};
+  };
+  const auto make = [&](int64_t C, bool cells_of) {
+    const std::vector<int64_t> s = shape(C);
+    return empty(x, s.data(), static_cast<int64_t>(s.size()),
+                 cells_of && cell != dtype ? aoti_torch_dtype_float32() : -1);
+  };
+  const Tensor output = make(S, false);
+  Tensor gates = keep ? make(3 * S, false) : Tensor();
+  Tensor cells = keep ? make(S, true) : Tensor();
   Tensor c_n = empty(x, {B, S});
   if (B * S == 0) return {output, c_n, gates, cells};
   // An absent h0 or c0 is zeros: no tensor, no step-0 recurrent GEMM.
@@ -253,6 +399,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(const Tensor& x, const Tensor
   const void* h0_ptr = h0c.defined() ? h0c.data_ptr() : nullptr;
   const void* c0_ptr = c0c.defined() ? c0c.data_ptr() : nullptr;
   const Tensor Wc = detail::contiguous(W);
+  const Tensor index = packed_index(x, st, false);
   SeqRecurrence recurrence{nullptr,
                            xc.data_ptr(),
                            bc.data_ptr(),
@@ -263,6 +410,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(const Tensor& x, const Tensor
                            keep ? cells.data_ptr() : nullptr,
                            output.data_ptr(),
                            c_n.data_ptr(),
+                           packed ? static_cast<const int64_t*>(index.data_ptr()) : nullptr,
                            S + F,
                            F,
                            T,
@@ -272,14 +420,14 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(const Tensor& x, const Tensor
                            x.get_device_index()};
   // The recurrence may multiply x by W_x itself: then no GEMM makes P.
   const bool projected = Backend::projects_input(recurrence);
-  // P [T * B, 3S]; pre_t is P_t after its addmm. F = 0: P is zeros. Where
-  // the backend's gate passes read an element's three values of pre_t before
+  // P [N, 3S]; pre_t is P_t after its addmm. F = 0: P is zeros. Where the
+  // backend's gate passes read an element's three values of pre_t before
   // they write its gates (Backend::kGatesOverPre), P is gates' storage.
   Tensor P;
   if (!projected) {
-    P = keep && Backend::kGatesOverPre ? rows(gates, 0, T * B, 3 * S) : empty(x, {T * B, 3 * S});
+    P = keep && Backend::kGatesOverPre ? rows(gates, 0, N, 3 * S) : empty(x, {N, 3 * S});
     if (F > 0)
-      Backend::addmm(P, P, rows(xc, 0, T * B, F), columns_t(W, S, F), 0.0);
+      Backend::addmm(P, P, rows(xc, 0, N, F), columns_t(W, S, F), 0.0);
     else
       torch::stable::zero_(P);
     recurrence.P = P.data_ptr();
@@ -289,31 +437,39 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(const Tensor& x, const Tensor
   if (projected)
     throw std::runtime_error("kernforge::lltm_sequence: the recurrence did not run as planned");
   // Stepping. Without keep, step t's gates go over P_t (kGatesOverPre) or
-  // into one step's scratch, and its cell into one of two steps' scratch.
+  // into one step's scratch, and its cell into one of two steps' scratch
+  // (packed: every step's, so that each row's last one stays).
   const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
   const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
   if (!keep) {
     gates = Backend::kGatesOverPre ? P : empty(x, {B, 3 * S});
-    cells = empty_cells(x, {2, B, S});
+    cells = packed ? make(S, true) : empty_cells(x, {2, B, S});
   }
-  const int64_t gates_step = keep || Backend::kGatesOverPre ? B * 3 * S * size : 0;
+  const bool gates_kept = keep || Backend::kGatesOverPre;
   auto* P_ptr = static_cast<char*>(P.data_ptr());
   auto* gates_ptr = static_cast<char*>(gates.data_ptr());
   auto* cells_ptr = static_cast<char*>(cells.data_ptr());
   auto* out_ptr = static_cast<char*>(output.data_ptr());
-  const auto cell_row = [&](int64_t t) { return (keep ? t : t & 1) * B; };
+  const auto cell_row = [&](int64_t t) { return keep || packed ? st.offset(t) : (t & 1) * B; };
   const Tensor W_hT = columns_t(W, 0, S);
   for (int64_t t = 0; t < T; ++t) {
-    const Tensor P_t = rows(P, t * B, B, 3 * S);
+    const int64_t rows_t = st.rows(t), row = st.offset(t);
+    const Tensor P_t = rows(P, row, rows_t, 3 * S);
     if (t > 0 || h0_ptr)
-      Backend::addmm(P_t, P_t, t == 0 ? h0c : rows(output, (t - 1) * B, B, S), W_hT, 1.0);
-    Backend::step(SeqStep{P_ptr + t * B * 3 * S * size, bc.data_ptr(),
+      Backend::addmm(P_t, P_t, t == 0 ? h0c : rows(output, st.offset(t - 1), rows_t, S), W_hT,
+                     1.0);
+    Backend::step(SeqStep{P_ptr + row * 3 * S * size, bc.data_ptr(),
                           t == 0 ? c0_ptr : cells_ptr + cell_row(t - 1) * S * cell_size,
-                          gates_ptr + t * gates_step, cells_ptr + cell_row(t) * S * cell_size,
-                          out_ptr + t * B * S * size, B, S, dtype, x.get_device_index()});
+                          gates_ptr + (gates_kept ? row * 3 * S * size : 0),
+                          cells_ptr + cell_row(t) * S * cell_size, out_ptr + row * S * size, rows_t,
+                          S, dtype, x.get_device_index()});
   }
-  // c_n of the input dtype, in storage of its own (outputs may not alias).
-  torch::stable::copy_(c_n, rows(cells, cell_row(T - 1), B, S));
+  // c_n of the input dtype, in storage of its own (outputs may not alias):
+  // packed, each row's cell at its own last step.
+  if (packed)
+    torch::stable::copy_(c_n, Backend::index_rows(rows(cells, 0, N, S), packed_rows(index, st)));
+  else
+    torch::stable::copy_(c_n, rows(cells, cell_row(T - 1), B, S));
   if (!keep) gates = cells = Tensor();
   return {output, c_n, gates, cells};
 }
@@ -322,38 +478,41 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(const Tensor& x, const Tensor
 
 // The forward, keeping gates and cells for the backward.
 template <class Backend>
-std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(const Tensor& x, const Tensor& W,
-                                                                 const Tensor& b,
-                                                                 const std::optional<Tensor>& h0,
-                                                                 const std::optional<Tensor>& c0) {
-  return seq::forward<Backend>(x, W, b, h0, c0, true);
+std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(
+    const Tensor& x, const Tensor& W, const Tensor& b, const std::optional<Tensor>& h0,
+    const std::optional<Tensor>& c0, std::optional<std::vector<int64_t>> batch_sizes) {
+  return seq::forward<Backend>(x, W, b, h0, c0, batch_sizes, true);
 }
 
 // The forward without a backward to come: (output, c_n), nothing kept.
 template <class Backend>
-std::tuple<Tensor, Tensor> lltm_sequence_inference(const Tensor& x, const Tensor& W,
-                                                   const Tensor& b, const std::optional<Tensor>& h0,
-                                                   const std::optional<Tensor>& c0) {
-  const auto out = seq::forward<Backend>(x, W, b, h0, c0, false);
+std::tuple<Tensor, Tensor> lltm_sequence_inference(
+    const Tensor& x, const Tensor& W, const Tensor& b, const std::optional<Tensor>& h0,
+    const std::optional<Tensor>& c0, std::optional<std::vector<int64_t>> batch_sizes) {
+  const auto out = seq::forward<Backend>(x, W, b, h0, c0, batch_sizes, false);
   return {std::get<0>(out), std::get<1>(out)};
 }
 
 // The backward: what output_mask (x, weight, bias, h0, c0) asks for, each
-// else [0]: (d_x [T, B, F], d_W, d_b, d_h0, d_c0). grad_output and grad_cn
-// may be absent (zero).
+// else [0]: (d_x [T, B, F] (packed: [N, F]), d_W, d_b, d_h0, d_c0).
+// grad_output and grad_cn may be absent (zero).
 template <class Backend>
 std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
     const std::optional<Tensor>& grad_output, const std::optional<Tensor>& grad_cn, const Tensor& x,
     const Tensor& W, const std::optional<Tensor>& h0, const Tensor& output, const Tensor& cells,
-    const Tensor& gates, std::vector<bool> output_mask) {
-  seq::check_backward(grad_output ? &*grad_output : nullptr, grad_cn ? &*grad_cn : nullptr, x, W,
-                      h0 ? &*h0 : nullptr, output, cells, gates, output_mask);
+    const Tensor& gates, std::vector<bool> output_mask,
+    std::optional<std::vector<int64_t>> batch_sizes) {
+  const SeqSteps st = seq::check_backward(grad_output ? &*grad_output : nullptr,
+                                          grad_cn ? &*grad_cn : nullptr, x, W, h0 ? &*h0 : nullptr,
+                                          output, cells, gates, output_mask, batch_sizes);
   const bool need_x = output_mask[0], need_W = output_mask[1], need_b = output_mask[2],
              need_h0 = output_mask[3], need_c0 = output_mask[4];
   const ScalarType dtype = x.scalar_type(), cell = cell_dtype(dtype);
   typename Backend::Guard guard(x);
-  const int64_t T = x.size(0), B = x.size(1), F = x.size(2), S = W.size(0) / 3;
-  const Tensor d_gates = empty(x, {T * B, 3 * S});
+  const int64_t T = st.steps, B = st.batch, N = st.total, F = x.size(x.dim() - 1),
+                S = W.size(0) / 3;
+  const bool packed = st.packed();
+  const Tensor d_gates = empty(x, {N, 3 * S});
   // dh and d_c0 made here only where asked for: the stepping below makes them.
   Tensor dh = need_h0 ? empty(x, {B, S}) : Tensor();
   Tensor d_c0 = need_c0 ? seq::empty_cells(x, {B, S}) : Tensor();
@@ -365,99 +524,132 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
   const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
   const Tensor Wc = detail::contiguous(W);
+  const Tensor index = seq::packed_index(x, st, true);
   // grad_output is read in place, of any strides (autograd's gradient of
-  // output.sum() is one value expanded).
-  const auto stride = [&](int d) { return grad_output ? grad_output->stride(d) : 0; };
-  const SeqRan ran = B * S == 0 ? SeqRan{}
-                                : Backend::recurrence(SeqRecurrenceBackward{
-                                      grad_output ? grad_output->data_ptr() : nullptr,
-                                      gcn.defined() ? gcn.data_ptr() : nullptr,
-                                      gatesc.data_ptr(),
-                                      cellsc.data_ptr(),
-                                      Wc.data_ptr(),
-                                      {stride(0), stride(1), stride(2)},
-                                      d_gates.data_ptr(),
-                                      need_h0 ? dh.data_ptr() : nullptr,
-                                      need_c0 ? d_c0.data_ptr() : nullptr,
-                                      need_b ? d_b.data_ptr() : nullptr,
-                                      S + F,
-                                      T,
-                                      B,
-                                      S,
-                                      dtype,
-                                      x.get_device_index()});
+  // output.sum() is one value expanded): step t's rows from t * stride(0)
+  // at fixed length (rows stride(1) apart), from offsets[t] rows packed.
+  const auto stride = [&](int d) {
+    if (!grad_output) return int64_t{0};
+    if (!packed) return grad_output->stride(d);
+    return d == 0 ? int64_t{0} : grad_output->stride(d - 1);
+  };
+  const SeqRan ran =
+      B * S == 0
+          ? SeqRan{}
+          : Backend::recurrence(SeqRecurrenceBackward{
+                grad_output ? grad_output->data_ptr() : nullptr,
+                gcn.defined() ? gcn.data_ptr() : nullptr,
+                gatesc.data_ptr(),
+                cellsc.data_ptr(),
+                Wc.data_ptr(),
+                {stride(0), stride(1), stride(2)},
+                d_gates.data_ptr(),
+                need_h0 ? dh.data_ptr() : nullptr,
+                need_c0 ? d_c0.data_ptr() : nullptr,
+                need_b ? d_b.data_ptr() : nullptr,
+                packed ? static_cast<const int64_t*>(index.data_ptr()) : nullptr,
+                S + F,
+                T,
+                B,
+                S,
+                dtype,
+                x.get_device_index()});
   const bool whole = ran.whole;
   if (B * S > 0 && !whole) {  // else d_gates has no elements, or is made
     if (!need_h0) dh = empty(x, {B, S});
     if (!need_c0) d_c0 = seq::empty_cells(x, {B, S});
     const std::array<Tensor, 2> dc{d_c0, seq::empty_cells(x, {B, S})};
+    if (packed) {
+      // A row joins at its own last step, with no gradient of h from the
+      // steps after it and grad_cn for its cell: rows past B_t are never
+      // written before step t, so they keep what is set here.
+      torch::stable::zero_(dh);
+      for (const Tensor& d : dc) {
+        Tensor to = d;
+        if (gcn.defined())
+          torch::stable::copy_(to, gcn);
+        else
+          torch::stable::zero_(to);
+      }
+    }
     const Tensor W_h = seq::view(W, 0, {3 * S, S}, {W.stride(0), W.stride(1)});
     for (int64_t t = T - 1; t >= 0; --t) {
+      const int64_t rows_t = st.rows(t), row = st.offset(t);
       // The gradient of h_t: grad_output_t, plus d_gates_{t+1} W_h below the
       // last step; of c_t: grad_cn at the last step, else the step after's.
+      const bool first = t == T - 1 && !packed;
       SeqStepBackward p{
-          t < T - 1 ? dh.data_ptr() : nullptr,
-          t < T - 1       ? dc[(t + 1) & 1].data_ptr()
+          first ? nullptr : dh.data_ptr(),
+          !first          ? dc[(t + 1) & 1].data_ptr()
           : gcn.defined() ? gcn.data_ptr()
                           : nullptr,
-          grad_output ? static_cast<const char*>(grad_output->data_ptr()) + t * stride(0) * size
+          grad_output ? static_cast<const char*>(grad_output->data_ptr()) +
+                            (packed ? row * stride(1) : t * stride(0)) * size
                       : nullptr,
           stride(1),
           stride(2),
-          static_cast<const char*>(gatesc.data_ptr()) + t * B * 3 * S * size,
-          static_cast<const char*>(cellsc.data_ptr()) + t * B * S * cell_size,
-          static_cast<char*>(d_gates.data_ptr()) + t * B * 3 * S * size,
+          static_cast<const char*>(gatesc.data_ptr()) + row * 3 * S * size,
+          static_cast<const char*>(cellsc.data_ptr()) + row * S * cell_size,
+          static_cast<char*>(d_gates.data_ptr()) + row * 3 * S * size,
           dc[t & 1].data_ptr(),
-          B,
+          rows_t,
           S,
           dtype,
           x.get_device_index()};
       Backend::step_backward(p);
       if (t == 0 && !need_h0) break;
       // d_gates_t W_h: the recurrent part of the gradient of h_{t-1} (at t = 0, d_h0).
-      Backend::addmm(dh, dh, seq::rows(d_gates, t * B, B, 3 * S), W_h, 0.0);
+      const Tensor dh_t = seq::rows(dh, 0, rows_t, S);
+      Backend::addmm(dh_t, dh_t, seq::rows(d_gates, row, rows_t, 3 * S), W_h, 0.0);
     }
   }
-  // The sums over all T * B rows: one backend call where it has a kernel for
-  // the size, else GEMMs through the C shim into the outputs.
-  const Tensor d_x = need_x ? empty(x, {T, B, F}) : empty(x, {0});
+  // The sums over all N rows: one backend call where it has a kernel for
+  // the size, else GEMMs through the C shim into the outputs. Rows B..N-1
+  // take their h_{t-1} from `previous`: output's first rows at fixed
+  // length, gathered packed.
+  const Tensor d_x = need_x ? empty(x, x.sizes().data(), x.dim()) : empty(x, {0});
   const Tensor d_W = need_W ? empty(x, {3 * S, S + F}) : empty(x, {0});
   const bool need_sum_b = need_b && !ran.bias;
   const Tensor xc = detail::contiguous(x), outc = detail::contiguous(output);
   const Tensor h0c = h0 ? detail::contiguous(*h0) : Tensor();
-  const bool summed =
-      (need_x || need_W || need_sum_b) &&
-      Backend::sums(SeqGrads{
-          d_gates.data_ptr(), h0 ? h0c.data_ptr() : nullptr, outc.data_ptr(), xc.data_ptr(),
-          Wc.data_ptr(), need_W ? d_W.data_ptr() : nullptr, need_sum_b ? d_b.data_ptr() : nullptr,
-          need_x ? d_x.data_ptr() : nullptr, S + F, T, B, F, S, dtype, x.get_device_index()});
+  const Tensor previous =
+      !need_W || N == B ? outc
+      : packed          ? Backend::index_rows(seq::rows(outc, 0, N, S), seq::packed_rows(index, st))
+                        : outc;
+  const bool summed = (need_x || need_W || need_sum_b) &&
+                      Backend::sums(SeqGrads{d_gates.data_ptr(), h0 ? h0c.data_ptr() : nullptr,
+                                             previous.data_ptr(), xc.data_ptr(), Wc.data_ptr(),
+                                             need_W ? d_W.data_ptr() : nullptr,
+                                             need_sum_b ? d_b.data_ptr() : nullptr,
+                                             need_x ? d_x.data_ptr() : nullptr, S + F, N, B, F, S,
+                                             dtype, x.get_device_index()});
   if (need_x && F > 0 && !summed)
-    Backend::addmm(seq::rows(d_x, 0, T * B, F), seq::rows(d_x, 0, T * B, F), d_gates,
+    Backend::addmm(seq::rows(d_x, 0, N, F), seq::rows(d_x, 0, N, F), d_gates,
                    seq::view(W, S * W.stride(1), {3 * S, F}, {W.stride(0), W.stride(1)}), 0.0);
   const auto t_rows = [&](int64_t r0, int64_t n) {  // rows [r0, r0 + n) of d_gates, transposed
     return seq::view(d_gates, r0 * 3 * S, {3 * S, n}, {1, 3 * S});
   };
   if (need_W && !summed) {
-    // d_W = d_gates^T [h_{t-1}, x_t], by column block (no [T * B, S + F]
-    // copy of the inputs): the h block from h0 (step 0; none for zeros) and
-    // output (steps 1..T-1), the x block from x.
+    // d_W = d_gates^T [h_{t-1}, x_t], by column block (no [N, S + F] copy
+    // of the inputs): the h block from h0 (step 0; none for zeros) and
+    // `previous` (rows B..N-1), the x block from x.
     Tensor dW_h = seq::view(d_W, 0, {3 * S, S}, {S + F, 1});
     if (h0) Backend::addmm(dW_h, dW_h, t_rows(0, B), h0c, 0.0);
-    if (T > 1)
-      Backend::addmm(dW_h, dW_h, t_rows(B, (T - 1) * B), seq::rows(outc, 0, (T - 1) * B, S),
+    if (N > B)
+      Backend::addmm(dW_h, dW_h, t_rows(B, N - B), seq::rows(previous, 0, N - B, S),
                      h0 ? 1.0 : 0.0);
     else if (!h0)
       torch::stable::zero_(dW_h);
     if (F > 0) {
       const Tensor dW_x = seq::view(d_W, S, {3 * S, F}, {S + F, 1});
-      Backend::addmm(dW_x, dW_x, t_rows(0, T * B), seq::rows(xc, 0, T * B, F), 0.0);
+      Backend::addmm(dW_x, dW_x, t_rows(0, N), seq::rows(xc, 0, N, F), 0.0);
     }
   }
   if (need_sum_b && !summed) {
-    // A [1, T * B] x [T * B, 3S] product: a sum over dim 0 of a CUDA tensor
-    // stages its partial results in a buffer (48 MiB at T * B = 4096, 3S =
-    // 1536) larger than the whole saved sequence of a bfloat16 layer.
-    Tensor ones = empty(x, {1, T * B});
+    // A [1, N] x [N, 3S] product: a sum over dim 0 of a CUDA tensor stages
+    // its partial results in a buffer (48 MiB at N = 4096, 3S = 1536)
+    // larger than the whole saved sequence of a bfloat16 layer.
+    Tensor ones = empty(x, {1, N});
     torch::stable::fill_(ones, 1.0);
     const Tensor row = seq::rows(d_b, 0, 1, 3 * S);
     Backend::addmm(row, row, ones, d_gates, 0.0);

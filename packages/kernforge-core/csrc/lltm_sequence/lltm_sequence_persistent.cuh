@@ -13,6 +13,10 @@
 //   backward, step t:  d_gates_t, d_c from g_t, d_c    (its J units)
 //                      g_{t-1} = grad_output_{t-1} + d_gates_t W_h  (its J columns)
 // The cell state and the recurrent gradients stay in float in the block.
+// A packed sequence runs step t on its first B_t rows only (offsets: step
+// t's rows are [offsets[t], offsets[t + 1]) of every [N, ...] tensor); a
+// row's cell stays in the block after its last step, and in the backward a
+// row joins at its own last step with grad_output alone as its g.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -118,8 +122,8 @@ __device__ inline void bulk_stage(float* to, const void* from, uint32_t bytes, u
                                   uint32_t parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (threadIdx.x == 0) {
-    expect_bytes(bar, bytes);
-    bulk_load(to, from, bytes, bar);
+    expect_bytes(bar, bytes);  // no bytes (a packed step without rows here): the phase just ends
+    if (bytes > 0) bulk_load(to, from, bytes, bar);
   }
   wait_phase(bar, parity);
 #endif
@@ -291,6 +295,7 @@ struct ForwardArgs {
   const float* c0;                 // null: zeros
   scalar_t *gates, *output, *c_n;  // c_n [B, S]: the last step's cell
   float* cells;                    // null with gates: nothing kept (inference)
+  const int64_t* offsets;          // packed: T + 1 row offsets; null: step t from row t * batch
   int64_t ldw;
   int T, batch, S;
   Plan plan;
@@ -304,10 +309,22 @@ struct BackwardArgs {
   scalar_t *d_gates, *d_h0;                 // d_h0 null: not asked for
   float* d_c0;                              // null: not asked for
   scalar_t* d_b;                            // written by the cluster kernel where not null
+  const int64_t* offsets;                   // as the forward's; packed: go_t is 0
   int64_t ldw;
   int T, batch, S;
   Plan plan;
 };
+
+// Step t's first row and its number of rows (packed: from the offsets).
+template <class Args>
+__device__ inline int64_t step_row(const Args& a, int t) {
+  return a.offsets ? __ldg(a.offsets + t) : static_cast<int64_t>(t) * a.batch;
+}
+
+template <class Args>
+__device__ inline int step_rows(const Args& a, int t) {
+  return a.offsets ? static_cast<int>(__ldg(a.offsets + t + 1) - __ldg(a.offsets + t)) : a.batch;
+}
 
 // What the grid and the cluster kernels share: the W slices a block keeps,
 // and one element (batch row b, hidden unit s) of a step's gate pass.
@@ -352,8 +369,7 @@ __device__ inline void step_input(const ForwardArgs<scalar_t>& a, int t, int b, 
                                   StepInput<scalar_t>& in) {
 #pragma unroll
   for (int g = 0; g < 3; ++g) {
-    in.P[g] =
-        a.P ? a.P[(static_cast<int64_t>(t) * a.batch + b) * 3 * a.S + g * a.S + s] : scalar_t(0);
+    in.P[g] = a.P ? a.P[(step_row(a, t) + b) * 3 * a.S + g * a.S + s] : scalar_t(0);
     in.bias[g] = a.bias[g * a.S + s];
   }
 }
@@ -372,12 +388,13 @@ __device__ inline ForwardElement gate_forward(float p0, float p1, float p2, floa
   return e;
 }
 
-// Writes the element's gates, cell (both unless gates is null) and h at step t.
+// Writes the element's gates, cell (both unless gates is null) and h at
+// step t (c_n is written after the last step, from each row's last cell).
 template <class scalar_t>
 __device__ inline void store_forward(const ForwardArgs<scalar_t>& a, int t, int b, int s,
                                      const ForwardElement& e) {
   const int S = a.S;
-  const int64_t row = static_cast<int64_t>(t) * a.batch + b;
+  const int64_t row = step_row(a, t) + b;
   if (a.gates) {  // null: inference, nothing kept for a backward
     scalar_t* g = a.gates + row * 3 * S;
     g[s] = static_cast<scalar_t>(e.i);
@@ -386,14 +403,13 @@ __device__ inline void store_forward(const ForwardArgs<scalar_t>& a, int t, int 
     a.cells[row * S + s] = e.c;
   }
   a.output[row * S + s] = static_cast<scalar_t>(e.h);
-  if (t == a.T - 1) a.c_n[b * S + s] = static_cast<scalar_t>(e.c);
 }
 
 // The saved gates and cell of step t.
 template <class scalar_t>
 __device__ inline void step_saved(const BackwardArgs<scalar_t>& a, int t, int b, int s,
                                   float (&in)[4]) {
-  const int64_t row = static_cast<int64_t>(t) * a.batch + b;
+  const int64_t row = step_row(a, t) + b;
 #pragma unroll
   for (int g = 0; g < 3; ++g) in[g] = static_cast<float>(a.gates[row * 3 * a.S + g * a.S + s]);
   in[3] = a.cells[row * a.S + s];
@@ -402,8 +418,9 @@ __device__ inline void step_saved(const BackwardArgs<scalar_t>& a, int t, int b,
 // grad_output at step t (zero where there is none).
 template <class scalar_t>
 __device__ inline float step_grad_output(const BackwardArgs<scalar_t>& a, int t, int b, int s) {
-  return a.grad_output ? static_cast<float>(a.grad_output[t * a.go_t + b * a.go_b + s * a.go_s])
-                       : 0.0f;
+  if (!a.grad_output) return 0.0f;
+  const int64_t at = a.offsets ? (__ldg(a.offsets + t) + b) * a.go_b : t * a.go_t + b * a.go_b;
+  return static_cast<float>(a.grad_output[at + s * a.go_s]);
 }
 
 // One element's backward gate pass from g_t (dh), the cell's gradient and
@@ -425,7 +442,7 @@ __device__ inline BackwardElement gate_backward(float dh, float dc, const float 
 template <class scalar_t>
 __device__ inline void store_backward(const BackwardArgs<scalar_t>& a, int t, int b, int s,
                                       const BackwardElement& e) {
-  scalar_t* out = a.d_gates + (static_cast<int64_t>(t) * a.batch + b) * 3 * a.S;
+  scalar_t* out = a.d_gates + (step_row(a, t) + b) * 3 * a.S;
 #pragma unroll
   for (int g = 0; g < 3; ++g) out[g * a.S + s] = static_cast<scalar_t>(e.d[g]);
 }
@@ -450,24 +467,27 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
   const int lane = it.lane, jt = it.j, b0 = it.b0;
   // Elements idx = (b, j), j fastest. With one element a thread, its input
   // loads before the recurrent product, so their latency hides behind it.
+  // Packed, step t runs on the block's rows below B_t (Rt of them).
   const bool one = units * R <= static_cast<int>(blockDim.x);
+  const auto active = [&](int t) { return max(0, min(R, step_rows(a, t) - r0)); };
   auto grid = cooperative_groups::this_grid();
   for (int t = 0; t < a.T; ++t) {
+    const int Rt = active(t);
     StepInput<scalar_t> next{};
-    if (one && static_cast<int>(threadIdx.x) < units * R)
+    if (one && static_cast<int>(threadIdx.x) < units * Rt)
       step_input(a, t, r0 + threadIdx.x / units, j0 + threadIdx.x % units, next);
     // A null h0 is zeros: no product at step 0.
-    const scalar_t* h = t == 0 ? a.h0 : a.output + static_cast<int64_t>(t - 1) * B * S;
+    const scalar_t* h = t == 0 ? a.h0 : a.output + step_row(a, t - 1) * S;
     float acc[3][kRows];
-    recurrent_product<3>(ws, vt, h ? h + r0 * S : nullptr, S, h ? S : 0, R, p, it, acc);
-    if (lane == 0 && b0 < R)
+    recurrent_product<3>(ws, vt, h ? h + r0 * S : nullptr, S, h ? S : 0, Rt, p, it, acc);
+    if (lane == 0 && b0 < Rt)
 #pragma unroll
       for (int g = 0; g < 3; ++g)
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
-          if (b0 + r < R) pre[(g * J + jt) * RB + b0 + r] = acc[g][r];
+          if (b0 + r < Rt) pre[(g * J + jt) * RB + b0 + r] = acc[g][r];
     __syncthreads();
-    for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
+    for (int idx = threadIdx.x; idx < units * Rt; idx += blockDim.x) {
       const int b = idx / units, j = idx - b * units;
       StepInput<scalar_t> in = next;
       if (!one) step_input(a, t, r0 + b, j0 + j, in);
@@ -478,6 +498,11 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
       c[j * RB + b] = e.c;
     }
     if (t + 1 < a.T) grid.sync();
+  }
+  // Each row's cell at its own last step.
+  for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
+    const int b = idx / units, j = idx - b * units;
+    a.c_n[(r0 + b) * S + j0 + j] = static_cast<scalar_t>(c[j * RB + b]);
   }
 }
 
@@ -499,16 +524,21 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
   const bool bulk = has_bulk_copy() && std::is_same_v<scalar_t, float> && p.chunk == 3 * S &&
                     S % 4 == 0 && p.kp % 4 == 0 && reinterpret_cast<uintptr_t>(a.d_gates) % 16 == 0;
   load_backward_weights(ws, a.W, a.ldw, S, j0, units, p);
+  // Packed, step t runs on the block's rows below B_t (Rt of them), more
+  // as t goes down: a row joins at its own last step, with grad_output
+  // alone as its g and grad_cn as its cell's gradient.
+  const auto active = [&](int t) { return max(0, min(R, step_rows(a, t) - r0)); };
   if (bulk) {
-    // The rows up to the next multiple of kRows stay zero.
-    for (int idx = R * 3 * S + threadIdx.x; idx < (R + kRows - 1) / kRows * kRows * 3 * S;
-         idx += blockDim.x)
+    // Rows at and past a step's Rt stay zero: a bulk copy writes rows
+    // below Rt only, and Rt only grows.
+    for (int idx = threadIdx.x; idx < (R + kRows - 1) / kRows * kRows * 3 * S; idx += blockDim.x)
       vt[idx] = 0.0f;
     init_bulk_barrier(bar);
   }
+  const int last = active(a.T - 1);
   for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units;
-    dh[j * RB + b] = step_grad_output(a, a.T - 1, r0 + b, j0 + j);
+    dh[j * RB + b] = b < last ? step_grad_output(a, a.T - 1, r0 + b, j0 + j) : 0.0f;
     dc[j * RB + b] = a.grad_cn ? a.grad_cn[(r0 + b) * S + j0 + j] : 0.0f;
   }
   const Item it = item_of(p);
@@ -519,11 +549,13 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
   const bool owner = one && static_cast<int>(threadIdx.x) < units * R;
   const int ob = r0 + threadIdx.x / units, os = j0 + threadIdx.x % units;  // the owner's element
   float next[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (owner) step_saved(a, a.T - 1, ob, os, next);
+  if (owner && ob - r0 < last) step_saved(a, a.T - 1, ob, os, next);
   auto grid = cooperative_groups::this_grid();
+  int Rt = last;
   for (int t = a.T - 1; t >= 0; --t) {
+    const int Rp = t > 0 ? active(t - 1) : 0;  // the rows of step t - 1
     __syncthreads();  // dh is complete
-    for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
+    for (int idx = threadIdx.x; idx < units * Rt; idx += blockDim.x) {
       const int b = idx / units, j = idx - b * units;
       float in[4] = {next[0], next[1], next[2], next[3]};
       if (!one) step_saved(a, t, r0 + b, j0 + j, in);
@@ -532,25 +564,26 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
       dc[j * RB + b] = e.dc;
     }
     if (t == 0 && !a.d_h0) break;
-    if (owner && t > 0) step_saved(a, t - 1, ob, os, next);
+    if (owner && t > 0 && ob - r0 < Rp) step_saved(a, t - 1, ob, os, next);
     float go[kRows] = {};
     if (lane == 0 && jt < units && t > 0)
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
-        if (b0 + r < R) go[r] = step_grad_output(a, t - 1, r0 + b0 + r, j0 + jt);
+        if (b0 + r < Rp) go[r] = step_grad_output(a, t - 1, r0 + b0 + r, j0 + jt);
     grid.sync();
     float acc[1][kRows];
-    const scalar_t* d_gates = a.d_gates + (static_cast<int64_t>(t) * B + r0) * 3 * S;
+    const scalar_t* d_gates = a.d_gates + (step_row(a, t) + r0) * 3 * S;
     if (bulk) {
-      bulk_stage(vt, d_gates, 4u * R * 3 * S, bar, (a.T - 1 - t) & 1);
-      row_product(ws, vt, 3 * S, R, p, it, acc);
+      bulk_stage(vt, d_gates, 4u * Rt * 3 * S, bar, (a.T - 1 - t) & 1);
+      row_product(ws, vt, 3 * S, Rt, p, it, acc);
     } else {
-      recurrent_product<1>(ws, vt, d_gates, 3 * S, 3 * S, R, p, it, acc);
+      recurrent_product<1>(ws, vt, d_gates, 3 * S, 3 * S, Rt, p, it, acc);
     }
     if (lane == 0 && jt < units)
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
         if (b0 + r < R) dh[jt * RB + b0 + r] = acc[0][r] + go[r];
+    Rt = Rp;
   }
   __syncthreads();
   for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {

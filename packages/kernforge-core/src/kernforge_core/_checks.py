@@ -4,6 +4,8 @@ word; tests/core/test_errors.py checks that both give the same message."""
 
 from __future__ import annotations
 
+import operator
+
 import torch
 from torch import Tensor
 
@@ -127,24 +129,79 @@ def lltm_backward(grad_h, grad_c, x, W, h, c_new, gates, output_mask) -> None:
         fail(op, f"gates must be [batch, 3 * state] = [{batch}, {3 * state}]", gates=gates, h=h)
 
 
-def lltm_sequence(x, W, b, h0, c0, steps: bool = True) -> None:
-    """x [T, B, F] (T >= 1 with ``steps``), W [3S, S+F], b [3S], h0 and c0
-    [B, S] or None (zeros); mirrors seq::check."""
+def batch_sizes_list(batch_sizes) -> list[int]:
+    """A PackedSequence's batch_sizes (a 1-D integer tensor, or ints) as a list."""
+    if isinstance(batch_sizes, torch.Tensor):
+        if batch_sizes.dim() != 1 or batch_sizes.dtype.is_floating_point or batch_sizes.is_complex():
+            raise TypeError(
+                "kernforge::lltm_sequence: batch_sizes must be a 1-D integer tensor (a PackedSequence's), "
+                f"got {list(batch_sizes.shape)} {str(batch_sizes.dtype).removeprefix('torch.')}"
+            )
+        return batch_sizes.tolist()
+    try:
+        return [operator.index(n) for n in batch_sizes]
+    except TypeError:
+        raise TypeError(
+            f"kernforge::lltm_sequence: batch_sizes must be a 1-D integer tensor or ints, got {batch_sizes!r}"
+        ) from None
+
+
+def sequence_steps(op: str, x, batch_sizes) -> tuple[int, int, int]:
+    """(T, B, N) of x [T, B, F], or of packed x [N, F] with batch_sizes (each
+    positive, none above the one before, summing to N); mirrors seq::steps_of."""
+    if batch_sizes is None:
+        if x.dim() != 3:
+            fail(op, "x must be 3-D", x=x)
+        return x.shape[0], x.shape[1], x.shape[0] * x.shape[1]
+    if x.dim() != 2:
+        fail(op, "x must be 2-D [sum(batch_sizes), input_size] with batch_sizes", x=x)
+    if len(batch_sizes) == 0:
+        raise RuntimeError(f"kernforge::{op}: batch_sizes must have at least one step, got []")
+    for t, n in enumerate(batch_sizes):
+        if n < 1 or (t > 0 and n > batch_sizes[t - 1]):
+            after = f" after {batch_sizes[t - 1]}" if t > 0 else ""
+            raise RuntimeError(
+                f"kernforge::{op}: batch_sizes must be positive and non-increasing (a PackedSequence's), "
+                f"got {n} at step {t}{after}"
+            )
+    total = sum(batch_sizes)
+    if total != x.shape[0]:
+        fail(op, f"batch_sizes sum to {total} rows, but x has {x.shape[0]}", x=x)
+    return len(batch_sizes), batch_sizes[0], total
+
+
+def last_rows(batch_sizes: list[int]) -> list[int]:
+    """Each sequence's row at its own last step in packed data: the rows
+    [batch_sizes[t + 1], batch_sizes[t]) end at step t."""
+    last = [0] * batch_sizes[0]
+    offset = 0
+    for t, n in enumerate(batch_sizes):
+        for b in range(batch_sizes[t + 1] if t + 1 < len(batch_sizes) else 0, n):
+            last[b] = offset + b
+        offset += n
+    return last
+
+
+def lltm_sequence(x, W, b, h0, c0, steps: bool = True, batch_sizes=None) -> None:
+    """x [T, B, F] (T >= 1 with ``steps``; packed: [N, F] with batch_sizes),
+    W [3S, S+F], b [3S], h0 and c0 [B, S] or None (zeros); mirrors seq::check."""
     op = "lltm_sequence"
-    for name, t, want in (("x", x, 3), ("weight", W, 2), ("bias", b, 1), ("h0", h0, 2), ("c0", c0, 2)):
+    for name, t, want in (("weight", W, 2), ("bias", b, 1), ("h0", h0, 2), ("c0", c0, 2)):
         if t is not None and t.dim() != want:
             fail(op, f"{name} must be {want}-D", **{name: t})
+    count, batch, _ = sequence_steps(op, x, batch_sizes)
     compatible(op, FLOATING, x=x, weight=W, bias=b)
     for name, t in (("h0", h0), ("c0", c0)):
         if t is not None:
             compatible(op, FLOATING, x=x, **{name: t})
-    if steps and x.shape[0] == 0:
+    if steps and count == 0:
         fail(op, "x must have at least one step", x=x)
-    _, batch, features = x.shape
+    features = x.shape[-1]
     state = h0.shape[1] if h0 is not None else W.shape[0] // 3
+    which = "batch_sizes[0]" if batch_sizes is not None else "batch"
     for name, t in (("h0", h0), ("c0", c0)):
         if t is not None and tuple(t.shape) != (batch, state):
-            fail(op, f"h0 and c0 must be [batch, hidden_size] = [{batch}, {state}]", x=x, **{name: t})
+            fail(op, f"h0 and c0 must be [{which}, hidden_size] = [{batch}, {state}]", x=x, **{name: t})
     if tuple(W.shape) != (3 * state, state + features):
         fail(
             op,
@@ -156,7 +213,9 @@ def lltm_sequence(x, W, b, h0, c0, steps: bool = True) -> None:
         fail(op, f"bias must be [3 * hidden_size] = [{3 * state}]", bias=b, weight=W)
 
 
-def lltm_sequence_backward(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask) -> None:
+def lltm_sequence_backward(
+    grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=None
+) -> None:
     """The backward's arguments as the forward made them (h0 None: zeros);
     mirrors seq::check_backward."""
     op = "lltm_sequence_backward"
@@ -166,33 +225,36 @@ def lltm_sequence_backward(grad_output, grad_cn, x, W, h0, output, cells, gates,
     compatible(op, FLOATING, x=x, weight=W, output=output, gates=gates)
     if h0 is not None:
         compatible(op, FLOATING, x=x, h0=h0)
-    if x.dim() != 3 or W.dim() != 2 or x.shape[0] == 0 or W.shape[0] % 3:
-        fail(op, "expected x [T >= 1, B, F] and weight [3S, S + F]", x=x, weight=W)
-    steps, batch, features = x.shape
+    steps, batch, _ = sequence_steps(op, x, batch_sizes)
+    if W.dim() != 2 or steps == 0 or W.shape[0] % 3:
+        fail(op, "expected x [T >= 1, B, F] (packed: [N, F]) and weight [3S, S + F]", x=x, weight=W)
+    features = x.shape[-1]
     state = W.shape[0] // 3
     if W.shape[1] != state + features:
         fail(op, "weight does not match x", x=x, weight=W)
     if h0 is not None and tuple(h0.shape) != (batch, state):
         fail(op, "h0 must be [B, S] or None", x=x, weight=W, h0=h0)
     cell = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    lead = tuple(x.shape[:-1])
     if (
-        tuple(output.shape) != (steps, batch, state)
-        or tuple(gates.shape) != (steps, batch, 3 * state)
-        or tuple(cells.shape) != (steps, batch, state)
+        tuple(output.shape) != (*lead, state)
+        or tuple(gates.shape) != (*lead, 3 * state)
+        or tuple(cells.shape) != (*lead, state)
         or cells.device != x.device
         or cells.dtype != cell
     ):
         fail(
             op,
-            "output, cells and gates must be the forward's ([T, B, S], [T, B, S], [T, B, 3S])",
+            "output, cells and gates must be the forward's ([T, B, S], [T, B, S], [T, B, 3S]; "
+            "packed [N, S], [N, S], [N, 3S])",
             output=output,
             cells=cells,
             gates=gates,
         )
     if grad_output is not None:
         compatible(op, FLOATING, x=x, grad_output=grad_output)
-        if tuple(grad_output.shape) != (steps, batch, state):
-            fail(op, "grad_output must be [T, B, S]", grad_output=grad_output)
+        if tuple(grad_output.shape) != (*lead, state):
+            fail(op, "grad_output must be [T, B, S] (packed: [N, S])", grad_output=grad_output)
     if grad_cn is not None:
         compatible(op, FLOATING, x=x, grad_cn=grad_cn)
         if tuple(grad_cn.shape) != (batch, state):

@@ -13,6 +13,7 @@ of the kernel (:mod:`kernforge_core.fusion`); eager calls run the kernels.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -472,6 +473,7 @@ def lltm_sequence(
     h0: Tensor | None = None,
     c0: Tensor | None = None,
     batch_first: bool = False,
+    batch_sizes: Tensor | Sequence[int] | None = None,
 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """The LLTM cell (:func:`lltm`) run over a whole sequence in one call.
 
@@ -481,32 +483,43 @@ def lltm_sequence(
     autocast dtype first.
 
     Args:
-        x: ``[T, B, F]`` inputs (``[B, T, F]`` with ``batch_first``).
+        x: ``[T, B, F]`` inputs (``[B, T, F]`` with ``batch_first``); with
+            ``batch_sizes``, the ``[N, F]`` data of a
+            ``torch.nn.utils.rnn.PackedSequence``.
         weight: ``[3S, S + F]``, exactly as the cell's.
         bias: ``[3S]``, exactly as the cell's.
         h0, c0: ``[B, S]`` initial hidden and cell state; zeros when None
             (passed to the op as None: no tensor of zeros is made).
-        batch_first: x and output are ``[B, T, ...]``.
+        batch_first: x and output are ``[B, T, ...]`` (ignored with
+            ``batch_sizes``, as ``nn.LSTM`` ignores it for packed input).
+        batch_sizes: a PackedSequence's ``batch_sizes`` (1-D integer CPU
+            tensor, or ints): step t runs on the first ``batch_sizes[t]``
+            rows only (positive, non-increasing, summing to N; B is the
+            first). The sequences are in the packing's order, longest first.
 
     Returns:
         ``(output, (h_n, c_n))``: output ``[T, B, S]`` (``[B, T, S]`` with
-        ``batch_first``), every step's h; h_n and c_n ``[B, S]``, the last
-        step's. T = 0 gives an empty output and ``(h0, c0)``.
+        ``batch_first``; packed: ``[N, S]``, laid out as x), every step's h;
+        h_n and c_n ``[B, S]``, each sequence's at its own last step. T = 0
+        gives an empty output and ``(h0, c0)``.
 
     Gradients flow to x, weight, bias, h0 and c0, each computed only when it
     is needed. Where none can flow (``torch.no_grad()``, or no input needing
     one), nothing is kept for a backward: output and c_n are all it makes.
-    The input projection of all T steps is one GEMM (on CUDA,
-    small float sequences with up to 64 features make it inside their
-    recurrent kernel); each step runs the recurrent GEMM and one fused gate
-    pass; the backward's d_x, d_W and d_b are one GEMM or reduction each over
-    all steps (on CUDA, for small sequences, all three in one kernel). Once
-    differentiable: a second backward raises NotImplementedError, as cuDNN's
-    RNNs do (``kernforge.reference.lltm_sequence`` has second derivatives).
+    The input projection of all steps is one GEMM (on CUDA, small float
+    sequences with up to 64 features make it inside their recurrent kernel);
+    each step runs the recurrent GEMM and one fused gate pass (on CUDA, at a
+    batch up to 64, the whole recurrence is one kernel); the backward's d_x,
+    d_W and d_b are one GEMM or reduction each over all rows (on CUDA, for
+    small sequences, all three in one kernel). A packed batch is one call
+    like any other, and no padding is computed. Once differentiable: a
+    second backward raises NotImplementedError, as cuDNN's RNNs do
+    (``kernforge.reference.lltm_sequence`` has second derivatives).
 
     Raises:
-        RuntimeError: naming the argument, for wrong ranks or sizes, or mixed
-            dtypes or devices, before any kernel runs.
+        RuntimeError: naming the argument, for wrong ranks or sizes, bad
+            ``batch_sizes``, or mixed dtypes or devices, before any kernel
+            runs.
         TypeError: naming the argument, for one that is not a tensor.
     """
     # Bound by the host at small sizes: each check here is a few hundred ns,
@@ -521,14 +534,15 @@ def lltm_sequence(
         for name, t in (("x", x), ("weight", weight), ("bias", bias), ("h0", h0), ("c0", c0)):
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError(f"kernforge::lltm_sequence: {name} must be a Tensor, got {type(t).__name__}")
+    if batch_sizes is not None:
+        return _lltm_sequence_packed(x, weight, bias, h0, c0, _checks.batch_sizes_list(batch_sizes))
     if x.dim() != 3:
         _checks.fail("lltm_sequence", "x must be 3-D", x=x)
     if weight.dim() != 2 or weight.shape[0] % 3:
         _checks.fail("lltm_sequence", "weight must be 2-D with 3 * hidden_size rows", weight=weight)
     xs = x.transpose(0, 1) if batch_first else x
     if torch._C._is_any_autocast_enabled() and torch.is_autocast_enabled(xs.device.type):
-        dtype = torch.get_autocast_dtype(xs.device.type)
-        xs, weight, bias, h0, c0 = (None if t is None else t.to(dtype) for t in (xs, weight, bias, h0, c0))
+        xs, weight, bias, h0, c0 = _autocast(xs, weight, bias, h0, c0)
     if xs.shape[0] == 0:
         batch, state = xs.shape[1], weight.shape[0] // 3
         _checks.lltm_sequence(xs, weight, bias, h0, c0, steps=False)
@@ -536,60 +550,89 @@ def lltm_sequence(
         h0 = xs.new_zeros((batch, state)) if h0 is None else h0
         c0 = xs.new_zeros((batch, state)) if c0 is None else c0
         return (output.transpose(0, 1) if batch_first else output), (h0, c0)
-    # An absent h0 or c0 goes to the op as None: zeros, with no tensor made.
+    output, c_n = _lltm_sequence_call(xs, weight, bias, h0, c0, None)
+    h_n = output[-1]
+    return (output.transpose(0, 1) if batch_first else output), (h_n, c_n)
+
+
+def _autocast(*tensors):
+    dtype = torch.get_autocast_dtype(tensors[0].device.type)
+    return tuple(None if t is None else t.to(dtype) for t in tensors)
+
+
+def _lltm_sequence_call(x, weight, bias, h0, c0, batch_sizes):
+    """(output, c_n) of the forward op, with autograd where a gradient can flow
+    (an absent h0 or c0 goes to the op as None: zeros, with no tensor made)."""
     grad = torch.is_grad_enabled() and (
-        xs.requires_grad
+        x.requires_grad
         or weight.requires_grad
         or bias.requires_grad
         or (h0 is not None and h0.requires_grad)
         or (c0 is not None and c0.requires_grad)
     )
     if grad or torch.compiler.is_compiling():
-        output, c_n, _, _ = _with_autograd("lltm_sequence_forward", xs, weight, bias, h0, c0)
-    else:
-        # No backward to come: the op that keeps no gates or cells for one.
-        with _below_autograd():
-            output, c_n = _ops.lltm_sequence_inference.default(xs, weight, bias, h0, c0)
-    h_n = output[-1]
-    return (output.transpose(0, 1) if batch_first else output), (h_n, c_n)
+        output, c_n, _, _ = _with_autograd("lltm_sequence_forward", x, weight, bias, h0, c0, batch_sizes)
+        return output, c_n
+    # No backward to come: the op that keeps no gates or cells for one.
+    with _below_autograd():
+        return _ops.lltm_sequence_inference.default(x, weight, bias, h0, c0, batch_sizes)
+
+
+def _lltm_sequence_packed(x, weight, bias, h0, c0, sizes: list[int]):
+    """lltm_sequence over packed data x [N, F] with batch_sizes `sizes`: h_n
+    is each sequence's output at its own last step."""
+    _checks.lltm_sequence(x, weight, bias, h0, c0, batch_sizes=sizes)
+    if torch._C._is_any_autocast_enabled() and torch.is_autocast_enabled(x.device.type):
+        x, weight, bias, h0, c0 = _autocast(x, weight, bias, h0, c0)
+    output, c_n = _lltm_sequence_call(x, weight, bias, h0, c0, sizes)
+    last = torch.tensor(_checks.last_rows(sizes), device=x.device)
+    return output, (output.index_select(0, last), c_n)
 
 
 def _cell_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
+def _sequence_shape(x, batch_sizes, columns):
+    """A per-step output's shape: [T, B, C], or [N, C] packed."""
+    return (x.shape[0], columns) if batch_sizes is not None else (x.shape[0], x.shape[1], columns)
+
+
 @torch.library.register_fake("kernforge::lltm_sequence_forward")
-def _(x, W, b, h0, c0):
-    _checks.lltm_sequence(x, W, b, h0, c0)
-    steps, batch, _ = x.shape
+def _(x, W, b, h0, c0, batch_sizes=None):
+    _checks.lltm_sequence(x, W, b, h0, c0, batch_sizes=batch_sizes)
+    batch = batch_sizes[0] if batch_sizes is not None else x.shape[1]
     state = W.shape[0] // 3
     return (
-        x.new_empty((steps, batch, state)),
+        x.new_empty(_sequence_shape(x, batch_sizes, state)),
         x.new_empty((batch, state)),
-        x.new_empty((steps, batch, 3 * state)),
-        x.new_empty((steps, batch, state), dtype=_cell_dtype(x.dtype)),
+        x.new_empty(_sequence_shape(x, batch_sizes, 3 * state)),
+        x.new_empty(_sequence_shape(x, batch_sizes, state), dtype=_cell_dtype(x.dtype)),
     )
 
 
 @torch.library.register_fake("kernforge::lltm_sequence_inference")
-def _(x, W, b, h0, c0):
-    _checks.lltm_sequence(x, W, b, h0, c0)
-    steps, batch, _ = x.shape
+def _(x, W, b, h0, c0, batch_sizes=None):
+    _checks.lltm_sequence(x, W, b, h0, c0, batch_sizes=batch_sizes)
+    batch = batch_sizes[0] if batch_sizes is not None else x.shape[1]
     state = W.shape[0] // 3
-    return x.new_empty((steps, batch, state)), x.new_empty((batch, state))
+    return x.new_empty(_sequence_shape(x, batch_sizes, state)), x.new_empty((batch, state))
 
 
 def _lltm_sequence_setup(ctx, inputs, output):
-    x, W, _, h0, _ = inputs
+    x, W, _, h0, _, batch_sizes = inputs
     out, _, gates, cells = output
     ctx.save_for_backward(x, W, h0, out, cells, gates)
+    ctx.batch_sizes = batch_sizes
     ctx.set_materialize_grads(False)  # gates and cells never get a gradient
 
 
 def _lltm_sequence_backward(ctx, grad_output, grad_cn, _grad_gates, _grad_cells):
-    mask = list(ctx.needs_input_grad)
-    grads = _backward_op(_ops.lltm_sequence_backward.default, grad_output, grad_cn, *ctx.saved_tensors, mask)
-    return tuple(g if m else None for g, m in zip(grads, mask, strict=True))
+    mask = list(ctx.needs_input_grad[:5])
+    grads = _backward_op(
+        _ops.lltm_sequence_backward.default, grad_output, grad_cn, *ctx.saved_tensors, mask, ctx.batch_sizes
+    )
+    return *(g if m else None for g, m in zip(grads, mask, strict=True)), None
 
 
 _register_autograd("lltm_sequence_forward", _lltm_sequence_backward, _lltm_sequence_setup)
@@ -597,9 +640,11 @@ _no_double_backward("lltm_sequence")
 
 
 @torch.library.register_fake("kernforge::lltm_sequence_backward")
-def _(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask):
-    _checks.lltm_sequence_backward(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask)
-    steps, batch, features = x.shape
+def _(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=None):
+    _checks.lltm_sequence_backward(
+        grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=batch_sizes
+    )
+    batch = batch_sizes[0] if batch_sizes is not None else x.shape[1]
     state = W.shape[0] // 3
-    shapes = ((steps, batch, features), tuple(W.shape), (3 * state,), (batch, state), (batch, state))
+    shapes = (tuple(x.shape), tuple(W.shape), (3 * state,), (batch, state), (batch, state))
     return tuple(x.new_empty(s if m else (0,)) for s, m in zip(shapes, output_mask, strict=True))

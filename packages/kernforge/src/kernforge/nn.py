@@ -206,17 +206,20 @@ class LLTMSequence(nn.Module):
         wants its weights in one buffer; the LLTM's kernels read each layer's
         ``weight`` where it is."""
 
-    def _run(self, fn, x: Tensor, h0: Tensor | None, c0: Tensor | None):
+    def _run(self, fn, x: Tensor, h0: Tensor | None, c0: Tensor | None, packed=None):
         """All layers over time-major x [T, B, F] from h0, c0 [D * num_layers,
         B, S] (None: zeros, which each layer gets as None): (output, h_n, c_n).
-        The reverse direction runs over x flipped in time: a sequence of its own
-        length, as the packed path hands it here."""
+        The reverse direction runs over x flipped in time. With ``packed``,
+        (batch_sizes as ints, the reversing row order or None), x is packed
+        [N, F], and the reverse direction runs over each sequence reversed
+        within its own length: a packed sequence of the same batch_sizes."""
         # A small layer is bound by the host, and this is all the Python
         # before its kernel's launch: the names made once, the parameters
         # straight from the dict (getattr costs microseconds), else as a
         # parametrization makes them.
         h_n, c_n = [], []
         params = self._parameters
+        sizes, order = packed if packed is not None else (None, None)
         for k, directions in enumerate(self._names):
             if k > 0 and self.dropout > 0 and self.training:
                 x = nn.functional.dropout(x, self.dropout, training=True)
@@ -227,17 +230,17 @@ class LLTMSequence(nn.Module):
                 if bias is None:
                     bias = weight.new_zeros(weight.shape[:1])
                 i = len(h_n)
-                out, (h, c) = fn(
-                    x.flip(0) if reverse else x,
-                    weight,
-                    bias,
-                    None if h0 is None else h0[i],
-                    None if c0 is None else c0[i],
-                )
-                outputs.append(out.flip(0) if reverse else out)
+                state = (None if h0 is None else h0[i], None if c0 is None else c0[i])
+                if sizes is None:
+                    out, (h, c) = fn(x.flip(0) if reverse else x, weight, bias, *state)
+                    outputs.append(out.flip(0) if reverse else out)
+                else:
+                    xr = x.index_select(0, order) if reverse else x
+                    out, (h, c) = fn(xr, weight, bias, *state, batch_sizes=sizes)
+                    outputs.append(out.index_select(0, order) if reverse else out)
                 h_n.append(h)
                 c_n.append(c)
-            x = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=2)
+            x = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-1)
         if len(h_n) == 1:  # no copies (two launches) for the common single layer
             return x, h_n[0].unsqueeze(0), c_n[0].unsqueeze(0)
         return x, torch.stack(h_n), torch.stack(c_n)
@@ -295,28 +298,22 @@ class LLTMSequence(nn.Module):
             )
 
     def _forward_packed(self, fn, packed, hx):
-        # Sequences of one length run together, time-major: each group's h_n
-        # and c_n are its own last step's, and padding never enters a step.
-        x, lengths = nn.utils.rnn.pad_packed_sequence(packed)  # [T, B, F], the caller's order
-        h0, c0 = self._state(hx, x.shape[1], True)
-        directions = len(self._suffixes())
-        output = x.new_zeros((x.shape[0], x.shape[1], directions * self.hidden_size))
-        h_n = x.new_empty((directions * self.num_layers, x.shape[1], self.hidden_size))
-        c_n = torch.empty_like(h_n)
-        for length in torch.unique(lengths).tolist():
-            rows = (lengths == length).nonzero().squeeze(1).to(x.device)
-            state = (None, None) if h0 is None else (h0[:, rows], c0[:, rows])
-            out, h, c = self._run(fn, x[:length, rows], *state)
-            output = output.index_copy(1, rows, nn.functional.pad(out, (0, 0, 0, 0, 0, x.shape[0] - length)))
-            h_n, c_n = h_n.index_copy(1, rows, h), c_n.index_copy(1, rows, c)
-        order = packed.sorted_indices  # the packing's order, ties included
-        if order is not None:
-            output, lengths = output.index_select(1, order), lengths[order.cpu()]
-        data = nn.utils.rnn.pack_padded_sequence(output, lengths).data
+        # One call per layer and direction over the packed rows, as the
+        # packing sorted them (longest first); hx and the state returned are
+        # in the caller's order, as nn.LSTM's.
+        sizes = packed.batch_sizes.tolist()
+        h0, c0 = self._state(hx, sizes[0], True)
+        if packed.sorted_indices is not None and h0 is not None:
+            h0, c0 = h0.index_select(1, packed.sorted_indices), c0.index_select(1, packed.sorted_indices)
+        order = _reversed_rows(packed.batch_sizes).to(packed.data.device) if self.bidirectional else None
+        output, h_n, c_n = self._run(fn, packed.data, h0, c0, (sizes, order))
+        if packed.unsorted_indices is not None:
+            h_n, c_n = (
+                h_n.index_select(1, packed.unsorted_indices),
+                c_n.index_select(1, packed.unsorted_indices),
+            )
         return (
-            nn.utils.rnn.PackedSequence(
-                data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices
-            ),
+            PackedSequence(output, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices),
             (h_n, c_n),
         )
 
@@ -333,6 +330,17 @@ class LLTMSequence(nn.Module):
         if self.bidirectional:
             text += ", bidirectional=True"
         return text
+
+
+def _reversed_rows(batch_sizes: Tensor) -> Tensor:
+    """The row order that reverses every sequence of packed data within its
+    own length (row (t, b) to row (L_b - 1 - t, b)): the reversed sequences
+    pack to the same batch_sizes, and the order is its own inverse."""
+    sizes = batch_sizes.to(torch.int64)
+    offsets = torch.cumsum(sizes, 0) - sizes
+    lengths = (sizes.unsqueeze(1) > torch.arange(int(sizes[0]))).sum(0)
+    t, b = (torch.arange(len(sizes)).unsqueeze(1) < lengths).nonzero(as_tuple=True)
+    return offsets[lengths[b] - 1 - t] + b
 
 
 class RoundSTE(nn.Module):

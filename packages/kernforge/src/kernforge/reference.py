@@ -44,11 +44,25 @@ def lltm_sequence(
     h0: Tensor | None = None,
     c0: Tensor | None = None,
     batch_first: bool = False,
+    batch_sizes=None,
 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """The LLTM cell over a sequence in plain PyTorch, a loop over :func:`lltm`:
-    ``(output, (h_n, c_n))`` (see :func:`kernforge.functional.lltm_sequence`)."""
-    xs = x.transpose(0, 1) if batch_first else x
+    ``(output, (h_n, c_n))`` (see :func:`kernforge.functional.lltm_sequence`).
+    With ``batch_sizes``, x is packed and step t runs on its first
+    ``batch_sizes[t]`` rows; the other rows keep their state."""
     state = weight.shape[0] // 3
+    if batch_sizes is not None:
+        sizes = [int(n) for n in batch_sizes]
+        h = x.new_zeros((sizes[0], state)) if h0 is None else h0
+        c = x.new_zeros((sizes[0], state)) if c0 is None else c0
+        steps, offset = [], 0
+        for n in sizes:
+            h_t, c_t = lltm(x[offset : offset + n], weight, bias, h[:n], c[:n])
+            steps.append(h_t)
+            h, c = torch.cat([h_t, h[n:]]), torch.cat([c_t, c[n:]])
+            offset += n
+        return torch.cat(steps), (h, c)
+    xs = x.transpose(0, 1) if batch_first else x
     h = xs.new_zeros((xs.shape[1], state)) if h0 is None else h0
     c = xs.new_zeros((xs.shape[1], state)) if c0 is None else c0
     steps = []
