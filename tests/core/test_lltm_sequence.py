@@ -37,7 +37,8 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # (S = 521), one group with the operand staged in chunks (S = 1024); in
 # float the backward takes its rows by bulk copy where S % 4 == 0 (S = 256,
 # 96, 300: with a short last group) and stages them at S = 521, 1024. And a
-# batch above them (cuBLAS per step). No input features (F = 0: the
+# batch of 256 in 8 groups of 32 rows (S = 128); a batch above them
+# (cuBLAS per step). No input features (F = 0: the
 # projection is zeros), and a wide input (F = 2100) on one cluster. In
 # float the cluster multiplies x itself where F % 4 == 0 and F <= 64: one
 # step at F = 64, two steps, an odd number of steps at the benchmark's
@@ -57,6 +58,7 @@ SIZES = [
     (6, 33, 7, 300),
     (5, 64, 6, 521),
     (3, 64, 5, 1024),
+    (3, 256, 6, 128),
     (4, 300, 8, 64),
 ]
 
@@ -191,8 +193,9 @@ def test_no_grad_takes_the_inference_op(device, grad, monkeypatch):
     with torch.set_grad_enabled(grad):
         out, (h_n, c_n) = kernforge.lltm_sequence(*ins)
         m_out, _ = model(ins[0])
-    # with gradients, the autograd route calls the forward op it registered
-    assert called == ([] if grad else ["lltm_sequence_inference"] * 2)
+    # with gradients, the autograd route calls the forward op it registered;
+    # without, the module runs its layers in one op call
+    assert called == ([] if grad else ["lltm_sequence_inference", "lltm_sequence_layers_inference"])
     assert out.requires_grad == m_out.requires_grad == grad
     r_out, (r_h, r_c) = reference.lltm_sequence(*ins)
     close(out, r_out, **TOL[torch.float32])
@@ -807,10 +810,11 @@ def test_bad_backward_input(device):
 # cluster multiplying x itself (16, 32, 128), one cluster with P given
 # (B = 33, S = 40), the cluster's widest (64, 5, 64); the cooperative grid
 # (S = 256), its batch groups with the last short (33, 7, 300), its staged
-# operand (S = 521); cuBLAS per step (B = 300); no input features.
+# operand (S = 521), a batch of 200 in groups; cuBLAS per step (B = 300);
+# no input features.
 PACKED_SIZES = [
     (5, 3, 4), (16, 32, 128), (33, 20, 40), (64, 5, 64), (8, 4, 256), (33, 7, 300), (64, 6, 521),
-    (300, 8, 64), (6, 0, 12),
+    (200, 6, 96), (300, 8, 64), (6, 0, 12),
 ]  # fmt: skip
 
 
@@ -971,3 +975,137 @@ def test_packed_opcheck(device):
     for args in ((x, W, b, h0, c0, sizes), (x, W, b, None, None, sizes)):
         torch.library.opcheck(torch.ops.kernforge.lltm_sequence_forward.default, args)
         torch.library.opcheck(torch.ops.kernforge.lltm_sequence_inference.default, args)
+
+
+# ----------------------------------------------------------------------------- layers, generation
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("layers", [1, 3])
+@pytest.mark.parametrize("size", [(1, 1, 200, 200), (1, 2, 8, 650), (5, 3, 4, 6), (3, 80, 16, 64)], ids=str)
+@pytest.mark.parametrize("state", ["given", "zeros"])
+def test_layers_inference_equals_layer_by_layer(device, dtype, layers, size, state):
+    # The one-call op against lltm_sequence layer by layer (the same kernels):
+    # bit for bit, h_n and c_n as each layer's.
+    steps, batch, features, hidden = size
+    gen = torch.Generator().manual_seed(113)
+    x = random((steps, batch, features), dtype, device, gen)
+    weights = [random((3 * hidden, hidden + (features if k == 0 else hidden)), dtype, device, gen) * 0.1
+               for k in range(layers)]  # fmt: skip
+    biases = [random((3 * hidden,), dtype, device, gen) for _ in range(layers)]
+    h0 = c0 = None
+    if state == "given":
+        h0, c0 = (random((layers, batch, hidden), dtype, device, gen) for _ in range(2))
+    _poison(device, (steps, batch, hidden), (layers, batch, hidden))
+    out, h_n, c_n = torch.ops.kernforge.lltm_sequence_layers_inference(x, weights, biases, h0, c0)
+    y = x
+    for k in range(layers):
+        y, (h, c) = kernforge.lltm_sequence(
+            y, weights[k], biases[k], None if h0 is None else h0[k], None if c0 is None else c0[k]
+        )
+        assert torch.equal(h_n[k], h) and torch.equal(c_n[k], c), k
+    assert torch.equal(out, y)
+
+
+def test_layers_bad_arguments():
+    x, W, b = _t(5, 2, 3), _t(12, 7), _t(12)
+    op = torch.ops.kernforge.lltm_sequence_layers_inference
+    count = "weights and biases must be one per layer (at least one), got "
+    cases = [
+        ((x, [W, W], [b], None, None), count + "2 and 1"),
+        ((x, [], [], None, None), count + "0 and 0"),
+        ((x[0], [W], [b], None, None), "x must be 3-D, got x: [2, 3] float32 cpu"),
+        ((x, [W], [b], _t(2, 2, 4), None), "h0 and c0 must be [num_layers, batch, hidden_size] = [1, 2"),
+        ((x, [W, W], [b, b], None, None), "weight must be [3 * hidden_size, hidden_size + input_size] = [12"),
+    ]  # fmt: skip
+    for args, message in cases:
+        expected = re.escape(message)
+        with pytest.raises(RuntimeError, match=expected):
+            op(*args)
+        mode = FakeTensorMode()
+        with mode, pytest.raises(RuntimeError, match=expected):
+            op(*[a if not isinstance(a, Tensor) else mode.from_tensor(a) for a in args[:1]],
+               *[[mode.from_tensor(t) for t in ts] for ts in args[1:3]],
+               *[a if a is None else mode.from_tensor(a) for a in args[3:]])  # fmt: skip
+
+
+def test_layers_opcheck(device):
+    gen = torch.Generator().manual_seed(115)
+    x = random((3, 2, 4), torch.float64, device, gen)
+    weights = [random((18, 10), torch.float64, device, gen), random((18, 12), torch.float64, device, gen)]
+    biases = [random((18,), torch.float64, device, gen) for _ in range(2)]
+    h0 = random((2, 2, 6), torch.float64, device, gen)
+    for args in ((x, weights, biases, h0, h0.clone()), (x, weights, biases, None, None)):
+        torch.library.opcheck(torch.ops.kernforge.lltm_sequence_layers_inference.default, args)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_generation_token_by_token_equals_the_whole_sequence(device, layers):
+    # out, h = rnn(x_t, h) over the steps equals one call over the sequence;
+    # under no_grad each call is one op call for all layers.
+    gen = torch.Generator().manual_seed(117)
+    model = kernforge.nn.LLTMSequence(8, 8, layers, device=device, dtype=torch.float64).eval()
+    x = random((6, 2, 8), torch.float64, device, gen)
+    hx = tuple(random((layers, 2, 8), torch.float64, device, gen) for _ in range(2))
+    with torch.no_grad():
+        whole, (h_n, c_n) = model(x, hx)
+        state, steps = hx, []
+        with _KernforgeCalls() as calls:
+            for t in range(6):
+                out, state = model(x[t : t + 1], state)
+                steps.append(out)
+    assert calls.names == ["lltm_sequence_layers_inference"] * 6
+    close(torch.cat(steps), whole, **TOL[torch.float64])
+    close(state[0], h_n, **TOL[torch.float64])
+    close(state[1], c_n, **TOL[torch.float64])
+    close(whole, model.reference(x, hx)[0], **TOL[torch.float64])
+
+
+@pytest.mark.cuda
+def test_generation_loop_captures_into_a_cuda_graph():
+    # out, h = rnn(x_t, h) captured once, replayed token after token with the
+    # state fed back: each token's h equals the reference's.
+    gen = torch.Generator().manual_seed(119)
+    model = kernforge.nn.LLTMSequence(200, 200, 2, device="cuda").eval()
+    x = random((1, 1, 200), torch.float32, "cuda", gen)
+    hx = tuple(random((2, 1, 200), torch.float32, "cuda", gen) for _ in range(2))
+    start = tuple(t.clone() for t in hx)
+    with torch.no_grad():
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):  # warm-up outside the capture
+                model(x, hx)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            _, (h, c) = model(x, hx)
+        got = []
+        for _ in range(3):
+            graph.replay()
+            hx[0].copy_(h)
+            hx[1].copy_(c)
+            got.append(h.clone())
+        torch.cuda.synchronize()
+        state = start
+        for h_t in got:
+            _, state = model.reference(x, state)
+            close(h_t, state[0], **TOL[torch.float32])
+
+
+@pytest.mark.cuda
+def test_generation_compiles_with_reduce_overhead_without_a_graph_break():
+    torch._dynamo.reset()
+    gen = torch.Generator().manual_seed(121)
+    model = kernforge.nn.LLTMSequence(16, 16, 2, device="cuda").eval()
+    compiled = torch.compile(model, mode="reduce-overhead", fullgraph=True)
+    x = random((1, 1, 16), torch.float32, "cuda", gen)
+    state = want = tuple(random((2, 1, 16), torch.float32, "cuda", gen) for _ in range(2))
+    with torch.no_grad():
+        for _ in range(4):  # warm-up, recording, replays
+            _, state = compiled(x, state)
+            state = tuple(t.clone() for t in state)
+            _, want = model.reference(x, want)
+            close(state[0], want[0], **TOL[torch.float32])
+            close(state[1], want[1], **TOL[torch.float32])

@@ -36,6 +36,13 @@ STABLE_TORCH_LIBRARY(kernforge, m) {
   m.def(
       "lltm_sequence_inference(Tensor x, Tensor W, Tensor b, Tensor? h0, Tensor? c0, "
       "int[]? batch_sizes=None) -> (Tensor, Tensor)");
+  // lltm_sequence_layers_inference: layers upon layers in one call, for
+  // inference and generation: (output of the last layer [T, B, S], h_n
+  // [L, B, S], c_n [L, B, S]) from weights and biases one per layer, h0
+  // and c0 [L, B, S] or None (zeros).
+  m.def(
+      "lltm_sequence_layers_inference(Tensor x, Tensor[] weights, Tensor[] biases, Tensor? h0, "
+      "Tensor? c0) -> (Tensor, Tensor, Tensor)");
   m.def(
       "lltm_sequence_backward(Tensor? grad_output, Tensor? grad_cn, Tensor x, Tensor W, "
       "Tensor? h0, Tensor output, Tensor cells, Tensor gates, bool[5] output_mask, "

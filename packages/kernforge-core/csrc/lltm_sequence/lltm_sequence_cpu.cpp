@@ -87,4 +87,6 @@ STABLE_TORCH_LIBRARY_IMPL(kernforge, CPU, m) {
          TORCH_BOX(&kernforge::lltm_sequence_inference<kernforge::CpuSequence>));
   m.impl("lltm_sequence_backward",
          TORCH_BOX(&kernforge::lltm_sequence_backward<kernforge::CpuSequence>));
+  m.impl("lltm_sequence_layers_inference",
+         TORCH_BOX(&kernforge::lltm_sequence_layers_inference<kernforge::CpuSequence>));
 }

@@ -143,6 +143,7 @@ struct CudaSequence {
               static_cast<scalar_t*>(r.gates),
               static_cast<scalar_t*>(r.output),
               static_cast<scalar_t*>(r.c_n),
+              static_cast<scalar_t*>(r.h_n),
               static_cast<float*>(r.cells),
               r.offsets,
               r.ldw,
@@ -237,4 +238,6 @@ STABLE_TORCH_LIBRARY_IMPL(kernforge, CUDA, m) {
          TORCH_BOX(&kernforge::lltm_sequence_inference<kernforge::CudaSequence>));
   m.impl("lltm_sequence_backward",
          TORCH_BOX(&kernforge::lltm_sequence_backward<kernforge::CudaSequence>));
+  m.impl("lltm_sequence_layers_inference",
+         TORCH_BOX(&kernforge::lltm_sequence_layers_inference<kernforge::CudaSequence>));
 }

@@ -68,13 +68,14 @@ struct SeqStepBackward {
 // value expanded) and grad_cn [B, S] (either may be null: zero), gates,
 // cells, W -> d_gates [T, B, 3S] and, unless null, d_c0 (cell type), d_h0
 // and d_b [3S] (which the backend may leave to the driver: SeqRan). The
-// forward also writes c_n [B, S] in the input dtype. All else contiguous.
+// forward also writes c_n [B, S] in the input dtype, and h_n [B, S] where
+// not null (each row's h at its last step). All else contiguous.
 // Packed: `offsets` (T + 1 int64 on the device) gives step t's rows
 // [offsets[t], offsets[t + 1]) of every [N, ...] tensor, B = B_0 rows the
 // most, and grad_output's row stride is its second stride (the first is 0).
 struct SeqRecurrence {
   const void *P, *x, *bias, *W, *h0, *c0;
-  void *gates, *cells, *output, *c_n;
+  void *gates, *cells, *output, *c_n, *h_n;
   const int64_t* offsets;  // null: fixed length, step t's rows from t * B
   int64_t ldw, features, steps, batch, state;
   ScalarType dtype;
@@ -251,18 +252,21 @@ inline std::pair<ScalarType, SeqSteps> check(const Tensor& x, const Tensor& W, c
   return {dtype, std::move(st)};
 }
 
-// `values` as an int64 tensor on `like`'s device (one copy from the host).
+// `values` as an int64 tensor on `like`'s device: on CUDA one copy from
+// pinned memory, ordered on the stream with no wait for the device (a copy
+// from pageable memory would synchronize, and the host could no longer run
+// ahead of the kernels).
 inline Tensor device_ints(const Tensor& like, const std::vector<int64_t>& values) {
-  const int64_t n = static_cast<int64_t>(values.size()), stride = 1;
-  AtenTensorHandle host = nullptr;
-  if (aoti_torch_empty_strided(1, &n, &stride, aoti_torch_dtype_int64(),
-                               aoti_torch_device_type_cpu(), 0, &host) != AOTI_TORCH_SUCCESS)
-    throw std::runtime_error("kernforge::lltm_sequence: could not allocate an index");
-  Tensor out(host);
-  std::copy(values.begin(), values.end(), static_cast<int64_t*>(out.data_ptr()));
-  if (like.is_cpu()) return out;
+  const int64_t n = static_cast<int64_t>(values.size());
+  const bool cpu = like.is_cpu();
+  Tensor host = cpu ? empty(like, {n}, aoti_torch_dtype_int64())
+                    : torch::stable::empty({n}, ScalarType::Long, std::nullopt,
+                                           torch::stable::Device(torch::headeronly::DeviceType::CPU),
+                                           true);
+  std::copy(values.begin(), values.end(), static_cast<int64_t*>(host.data_ptr()));
+  if (cpu) return host;
   Tensor on_device = empty(like, {n}, aoti_torch_dtype_int64());
-  torch::stable::copy_(on_device, out);
+  torch::stable::copy_(on_device, host, true);
   return on_device;
 }
 
@@ -364,11 +368,18 @@ inline SeqSteps check_backward(const Tensor* grad_output, const Tensor* grad_cn,
 // index_rows(src, index), step(const SeqStep&), step_backward(const SeqStepBackward&),
 // projects_input(const SeqRecurrence&), recurrence(const SeqRecurrence&),
 // recurrence(const SeqRecurrenceBackward&), sums(const SeqGrads&).
+// Where a forward writes what the caller has storage for (contiguous, of
+// the output's, c_n's and h_n's shapes); each undefined one is made, h_n
+// not at all.
+struct SeqInto {
+  Tensor output, c_n, h_n;
+};
+
 template <class Backend>
 std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
     const Tensor& x, const Tensor& W, const Tensor& b, const std::optional<Tensor>& h0,
     const std::optional<Tensor>& c0, const std::optional<std::vector<int64_t>>& batch_sizes,
-    bool keep) {
+    bool keep, const SeqInto& into = {}) {
   const auto checked = check(x, W, b, h0 ? &*h0 : nullptr, c0 ? &*c0 : nullptr, batch_sizes);
   const ScalarType dtype = checked.first;
   const SeqSteps& st = checked.second;
@@ -387,10 +398,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
     return empty(x, s.data(), static_cast<int64_t>(s.size()),
                  cells_of && cell != dtype ? aoti_torch_dtype_float32() : -1);
   };
-  const Tensor output = make(S, false);
+  const Tensor output = into.output.defined() ? into.output : make(S, false);
   Tensor gates = keep ? make(3 * S, false) : Tensor();
   Tensor cells = keep ? make(S, true) : Tensor();
-  Tensor c_n = empty(x, {B, S});
+  Tensor c_n = into.c_n.defined() ? into.c_n : empty(x, {B, S});
+  const Tensor& h_n = into.h_n;
   if (B * S == 0) return {output, c_n, gates, cells};
   // An absent h0 or c0 is zeros: no tensor, no step-0 recurrent GEMM.
   const Tensor xc = detail::contiguous(x), bc = detail::contiguous(b);
@@ -410,6 +422,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
                            keep ? cells.data_ptr() : nullptr,
                            output.data_ptr(),
                            c_n.data_ptr(),
+                           h_n.defined() ? h_n.data_ptr() : nullptr,
                            packed ? static_cast<const int64_t*>(index.data_ptr()) : nullptr,
                            S + F,
                            F,
@@ -464,12 +477,18 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
                           cells_ptr + cell_row(t) * S * cell_size, out_ptr + row * S * size, rows_t,
                           S, dtype, x.get_device_index()});
   }
-  // c_n of the input dtype, in storage of its own (outputs may not alias):
-  // packed, each row's cell at its own last step.
-  if (packed)
+  // c_n (and h_n) of the input dtype, in storage of its own (outputs may
+  // not alias): packed, each row's at its own last step.
+  if (packed) {
     torch::stable::copy_(c_n, Backend::index_rows(rows(cells, 0, N, S), packed_rows(index, st)));
-  else
+    if (h_n.defined())
+      torch::stable::copy_(const_cast<Tensor&>(h_n),
+                           Backend::index_rows(rows(output, 0, N, S), packed_rows(index, st)));
+  } else {
     torch::stable::copy_(c_n, rows(cells, cell_row(T - 1), B, S));
+    if (h_n.defined())
+      torch::stable::copy_(const_cast<Tensor&>(h_n), rows(output, st.offset(T - 1), B, S));
+  }
   if (!keep) gates = cells = Tensor();
   return {output, c_n, gates, cells};
 }
@@ -491,6 +510,66 @@ std::tuple<Tensor, Tensor> lltm_sequence_inference(
     const std::optional<Tensor>& c0, std::optional<std::vector<int64_t>> batch_sizes) {
   const auto out = seq::forward<Backend>(x, W, b, h0, c0, batch_sizes, false);
   return {std::get<0>(out), std::get<1>(out)};
+}
+
+// Layers of the LLTM over x [T, B, F] without a backward to come (layer
+// k > 0 takes layer k - 1's output): weights[k] [3S, S + F_k], biases[k]
+// [3S], h0 and c0 [L, B, S] or absent (zeros) -> (output [T, B, S] of the
+// last layer, h_n [L, B, S], c_n [L, B, S]). One call for all layers: each
+// layer's recurrence writes its own rows of h_n and c_n, the layers between
+// take scratch for their outputs.
+template <class Backend>
+std::tuple<Tensor, Tensor, Tensor> lltm_sequence_layers_inference(
+    const Tensor& x, std::vector<Tensor> weights, std::vector<Tensor> biases,
+    const std::optional<Tensor>& h0, const std::optional<Tensor>& c0) {
+  const char* op = "lltm_sequence_layers_inference";
+  const int64_t L = static_cast<int64_t>(weights.size());
+  if (L == 0 || biases.size() != weights.size())
+    seq::fail_steps(op, "weights and biases must be one per layer (at least one), got " +
+                            std::to_string(weights.size()) + " and " +
+                            std::to_string(biases.size()));
+  if (x.dim() != 3) fail(op, "x must be 3-D", {{"x", &x}});
+  if (weights[0].dim() != 2 || weights[0].size(0) % 3 != 0)
+    fail(op, "weights[0] must be 2-D with 3 * hidden_size rows", {{"weights[0]", &weights[0]}});
+  const int64_t T = x.size(0), B = x.size(1), S = weights[0].size(0) / 3;
+  for (const NamedTensor& a : {NamedTensor{"h0", h0 ? &*h0 : nullptr},
+                               NamedTensor{"c0", c0 ? &*c0 : nullptr}})
+    if (a.second && (a.second->dim() != 3 || a.second->size(0) != L || a.second->size(1) != B ||
+                     a.second->size(2) != S))
+      fail(op,
+           "h0 and c0 must be [num_layers, batch, hidden_size] = [" + std::to_string(L) + ", " +
+               std::to_string(B) + ", " + std::to_string(S) + "]",
+           {{"x", &x}, a});
+  if (T == 0) fail(op, "x must have at least one step", {{"x", &x}});
+  const Tensor output = empty(x, {T, B, S});
+  Tensor h_n = empty(x, {L, B, S}), c_n = empty(x, {L, B, S});
+  // Each scratch slot 512-byte aligned, as a tensor of its own would be (the
+  // kernels' vector loads and bulk copies, and CPU GEMMs' paths, see it).
+  const int64_t slot = (T * B * S + 127) / 128 * 128;
+  const Tensor scratch = L > 1 ? empty(x, {(L > 2 ? 2 : 1) * slot}) : Tensor();
+  const Tensor h0c = h0 ? detail::contiguous(*h0) : Tensor();
+  const Tensor c0c = c0 ? detail::contiguous(*c0) : Tensor();
+  const auto layer = [&](const Tensor& t, int64_t k, int64_t rows) {  // rows of [L, rows, S]
+    return seq::view(t, k * rows * S, {rows, S}, {S, 1});
+  };
+  const auto steps = [&](const Tensor& t, int64_t k) {  // [T, B, S] k-th of scratch
+    AtenTensorHandle out = nullptr;
+    const int64_t sizes[] = {T, B, S}, strides[] = {B * S, S, 1};
+    if (aoti_torch__reinterpret_tensor(t.get(), 3, sizes, strides, k * slot, &out) !=
+        AOTI_TORCH_SUCCESS)
+      throw std::runtime_error("kernforge::lltm_sequence: could not make a view");
+    return Tensor(out);
+  };
+  Tensor in = x;
+  for (int64_t k = 0; k < L; ++k) {
+    const Tensor out = k == L - 1 ? output : steps(scratch, k & 1);
+    const std::optional<Tensor> hk = h0 ? std::optional<Tensor>(layer(h0c, k, B)) : std::nullopt;
+    const std::optional<Tensor> ck = c0 ? std::optional<Tensor>(layer(c0c, k, B)) : std::nullopt;
+    seq::forward<Backend>(in, weights[k], biases[k], hk, ck, std::nullopt, false,
+                          seq::SeqInto{out, layer(c_n, k, B), layer(h_n, k, B)});
+    in = out;
+  }
+  return {output, h_n, c_n};
 }
 
 // The backward: what output_mask (x, weight, bias, h0, c0) asks for, each

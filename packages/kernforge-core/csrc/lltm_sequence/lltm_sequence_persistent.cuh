@@ -34,7 +34,9 @@ namespace kernforge::cuda_seq {
 
 constexpr int kThreads = 512;
 constexpr int kRows = 4;           // batch rows per thread in the recurrent product
-constexpr int64_t kMaxBatch = 64;  // above it, cuBLAS per step (the GEMM is large enough)
+constexpr int64_t kMaxBatch = 64;  // above it, the grid only in batch groups (see plan)
+// Above it, cuBLAS per step (the GEMM is large enough).
+constexpr int64_t kMaxGroupedBatch = 256;
 
 // A load through L2 only: what other blocks wrote in this launch is read
 // after a grid synchronization, never from a stale L1 line.
@@ -293,7 +295,8 @@ struct ForwardArgs {
   // F; W [3S, ldw]; h0 null: zeros
   const scalar_t *P, *x, *bias, *W, *h0;
   const float* c0;                 // null: zeros
-  scalar_t *gates, *output, *c_n;  // c_n [B, S]: the last step's cell
+  scalar_t *gates, *output, *c_n;  // c_n [B, S]: each row's last cell
+  scalar_t* h_n;                   // null, or [B, S]: each row's last h
   float* cells;                    // null with gates: nothing kept (inference)
   const int64_t* offsets;          // packed: T + 1 row offsets; null: step t from row t * batch
   int64_t ldw;
@@ -389,7 +392,8 @@ __device__ inline ForwardElement gate_forward(float p0, float p1, float p2, floa
 }
 
 // Writes the element's gates, cell (both unless gates is null) and h at
-// step t (c_n is written after the last step, from each row's last cell).
+// step t, and its h_n where asked for at the row's last step (c_n is
+// written after the last step, from each row's last cell).
 template <class scalar_t>
 __device__ inline void store_forward(const ForwardArgs<scalar_t>& a, int t, int b, int s,
                                      const ForwardElement& e) {
@@ -403,6 +407,7 @@ __device__ inline void store_forward(const ForwardArgs<scalar_t>& a, int t, int 
     a.cells[row * S + s] = e.c;
   }
   a.output[row * S + s] = static_cast<scalar_t>(e.h);
+  if (a.h_n && (t == a.T - 1 || b >= step_rows(a, t + 1))) a.h_n[b * S + s] = static_cast<scalar_t>(e.h);
 }
 
 // The saved gates and cell of step t.
@@ -628,20 +633,23 @@ __host__ __device__ inline int64_t state_floats(const Plan& p, bool backward) {
 }
 
 // The plan for a direction (K = S forward, 3S backward), or blocks = 0
-// where the persistent kernel does not apply: a batch above kMaxBatch, or no
-// layout within a block's threads and shared memory. The batch splits into
-// the most groups (up to 8, of kRows rows or more) for which a block's W
-// slice and its whole staged operand fit; else one group, with the operand
-// staged in chunks of 32 values of K or more (each chunk costs a round trip
-// to L2 and two barriers).
+// where the persistent kernel does not apply: a batch above
+// kMaxGroupedBatch, or no layout within a block's threads and shared
+// memory. The batch splits into the most groups (up to 8, of kRows rows or
+// more) for which a block's W slice and its whole staged operand fit; else,
+// up to kMaxBatch rows, one group, with the operand staged in chunks of 32
+// values of K or more (each chunk costs a round trip to L2 and two
+// barriers). A packed batch of 256 at S = 256 took 4.6 ms to train by
+// cuBLAS per step, its 50 steps bound by the launches.
 inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device) {
-  if (batch > kMaxBatch || S == 0 || batch == 0) return {};
+  if (batch > kMaxGroupedBatch || S == 0 || batch == 0) return {};
   const int64_t sms = cuda::sm_count(device), K = backward ? 3 * S : S;
   const int64_t limit = max_shared_bytes(device) / 4;
   for (int64_t groups = 8; groups >= 1; groups /= 2) {
     const int64_t rows =
         groups == 1 ? batch : ((batch + groups - 1) / groups + kRows - 1) / kRows * kRows;
     if ((batch + rows - 1) / rows != groups || sms / groups == 0) continue;
+    if (groups == 1 && batch > kMaxBatch) break;
     const int64_t J = (S + sms / groups - 1) / (sms / groups);
     Plan p;
     if (!layout(J, rows, K, backward, p)) continue;
@@ -660,8 +668,15 @@ inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device) {
 template <auto Kernel, class Args>
 void launch(const Args& args, int32_t device) {
   const Plan& p = args.plan;
-  STD_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(p.smem)));
+  // The kernel's shared-memory limit, raised where a plan needs more than
+  // was set on the device (a generated token pays no attribute call).
+  constexpr int kCached = 64;
+  static std::atomic<size_t> set[kCached];
+  if (device < 0 || device >= kCached || p.smem > set[device].load(std::memory_order_relaxed)) {
+    STD_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(p.smem)));
+    if (device >= 0 && device < kCached) set[device].store(p.smem, std::memory_order_relaxed);
+  }
   void* params[] = {const_cast<Args*>(&args)};
   STD_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(Kernel), dim3(p.blocks),
                                              dim3(kThreads), params, p.smem,

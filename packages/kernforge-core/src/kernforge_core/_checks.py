@@ -259,3 +259,24 @@ def lltm_sequence_backward(
         compatible(op, FLOATING, x=x, grad_cn=grad_cn)
         if tuple(grad_cn.shape) != (batch, state):
             fail(op, "grad_cn must be [B, S]", grad_cn=grad_cn)
+
+
+def lltm_sequence_layers(x, weights, biases, h0, c0) -> None:
+    """The layer list and the states of lltm_sequence_layers_inference;
+    mirrors its C++ checks (each layer's are lltm_sequence's)."""
+    op = "lltm_sequence_layers_inference"
+    if len(weights) == 0 or len(biases) != len(weights):
+        raise RuntimeError(
+            f"kernforge::{op}: weights and biases must be one per layer (at least one), "
+            f"got {len(weights)} and {len(biases)}"
+        )
+    if x.dim() != 3:
+        fail(op, "x must be 3-D", x=x)
+    if weights[0].dim() != 2 or weights[0].shape[0] % 3:
+        fail(op, "weights[0] must be 2-D with 3 * hidden_size rows", **{"weights[0]": weights[0]})
+    shape = (len(weights), x.shape[1], weights[0].shape[0] // 3)
+    for name, t in (("h0", h0), ("c0", c0)):
+        if t is not None and tuple(t.shape) != shape:
+            fail(op, f"h0 and c0 must be [num_layers, batch, hidden_size] = {list(shape)}", x=x, **{name: t})
+    if x.shape[0] == 0:
+        fail(op, "x must have at least one step", x=x)

@@ -585,8 +585,17 @@ def _lltm_sequence_packed(x, weight, bias, h0, c0, sizes: list[int]):
     if torch._C._is_any_autocast_enabled() and torch.is_autocast_enabled(x.device.type):
         x, weight, bias, h0, c0 = _autocast(x, weight, bias, h0, c0)
     output, c_n = _lltm_sequence_call(x, weight, bias, h0, c0, sizes)
-    last = torch.tensor(_checks.last_rows(sizes), device=x.device)
+    last = index_on(x.device, _checks.last_rows(sizes))
     return output, (output.index_select(0, last), c_n)
+
+
+def index_on(device: torch.device, values) -> Tensor:
+    """An int64 index on `device`; on CUDA copied from pinned memory without
+    waiting for the device (a copy from pageable memory synchronizes)."""
+    index = torch.as_tensor(values, dtype=torch.int64)
+    if device.type != "cuda":
+        return index.to(device)
+    return index.pin_memory().to(device, non_blocking=True)
 
 
 def _cell_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -648,3 +657,71 @@ def _(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_s
     state = W.shape[0] // 3
     shapes = (tuple(x.shape), tuple(W.shape), (3 * state,), (batch, state), (batch, state))
     return tuple(x.new_empty(s if m else (0,)) for s, m in zip(shapes, output_mask, strict=True))
+
+
+# ----------------------------------------------------------------------------- lltm_sequence_layers
+
+
+def lltm_sequence_layers(
+    x: Tensor,
+    weights: Sequence[Tensor],
+    biases: Sequence[Tensor],
+    h0: Tensor | None = None,
+    c0: Tensor | None = None,
+) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    """Layers of the LLTM over a sequence, layer k > 0 taking layer k - 1's
+    output: what :class:`kernforge.nn.LLTMSequence` runs for one direction.
+
+    Args:
+        x: ``[T, B, F]`` inputs (T >= 1).
+        weights, biases: one per layer, ``[3S, S + F_k]`` and ``[3S]`` (F_0 =
+            F, else S).
+        h0, c0: ``[L, B, S]`` initial states, or None (zeros).
+
+    Returns:
+        ``(output, (h_n, c_n))``: output ``[T, B, S]`` of the last layer, h_n
+        and c_n ``[L, B, S]``. Where no gradient can flow (``no_grad``, or
+        no input needing one), all layers run in one op call
+        (``lltm_sequence_layers_inference``): token-by-token generation pays
+        one call's host time, not one per layer. Otherwise each layer is a
+        :func:`lltm_sequence` call, with its autograd.
+
+    Raises:
+        RuntimeError: naming the argument, as :func:`lltm_sequence`, and for
+            weights and biases of different counts.
+    """
+    weights, biases = list(weights), list(biases)
+    grad = torch.is_grad_enabled() and (
+        x.requires_grad
+        or any(w.requires_grad for w in weights)
+        or any(b.requires_grad for b in biases)
+        or (h0 is not None and h0.requires_grad)
+        or (c0 is not None and c0.requires_grad)
+    )
+    if not grad and not torch.compiler.is_compiling():
+        with _below_autograd():
+            output, h_n, c_n = _ops.lltm_sequence_layers_inference.default(x, weights, biases, h0, c0)
+        return output, (h_n, c_n)
+    h_n, c_n = [], []
+    for k, (W, b) in enumerate(zip(weights, biases, strict=True)):
+        x, (h, c) = lltm_sequence(x, W, b, None if h0 is None else h0[k], None if c0 is None else c0[k])
+        h_n.append(h)
+        c_n.append(c)
+    if len(h_n) == 1:  # no copies (two launches) for the common single layer
+        return x, (h_n[0].unsqueeze(0), c_n[0].unsqueeze(0))
+    return x, (torch.stack(h_n), torch.stack(c_n))
+
+
+@torch.library.register_fake("kernforge::lltm_sequence_layers_inference")
+def _(x, weights, biases, h0, c0):
+    _checks.lltm_sequence_layers(x, weights, biases, h0, c0)
+    for k, (W, b) in enumerate(zip(weights, biases, strict=True)):
+        features = x.shape[2] if k == 0 else W.shape[0] // 3
+        _checks.lltm_sequence(x.new_empty((x.shape[0], x.shape[1], features)), W, b, None, None)
+    steps, batch, _ = x.shape
+    state, layers = weights[0].shape[0] // 3, len(weights)
+    return (
+        x.new_empty((steps, batch, state)),
+        x.new_empty((layers, batch, state)),
+        x.new_empty((layers, batch, state)),
+    )

@@ -40,6 +40,7 @@ add = _impl.add
 fused_relu_add = _impl.fused_relu_add
 lltm = _impl.lltm
 lltm_sequence = _impl.lltm_sequence
+lltm_sequence_layers = _impl.lltm_sequence_layers
 round_ste = _legacy.round_ste
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "fused_relu_add",
     "lltm",
     "lltm_sequence",
+    "lltm_sequence_layers",
     "mul",
     "round_ste",
 ]

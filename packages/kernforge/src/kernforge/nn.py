@@ -206,9 +206,10 @@ class LLTMSequence(nn.Module):
         wants its weights in one buffer; the LLTM's kernels read each layer's
         ``weight`` where it is."""
 
-    def _run(self, fn, x: Tensor, h0: Tensor | None, c0: Tensor | None, packed=None):
+    def _run(self, impl, x: Tensor, h0: Tensor | None, c0: Tensor | None, packed=None):
         """All layers over time-major x [T, B, F] from h0, c0 [D * num_layers,
         B, S] (None: zeros, which each layer gets as None): (output, h_n, c_n).
+        ``impl`` is :mod:`kernforge.functional` or :mod:`kernforge.reference`.
         The reverse direction runs over x flipped in time. With ``packed``,
         (batch_sizes as ints, the reversing row order or None), x is packed
         [N, F], and the reverse direction runs over each sequence reversed
@@ -217,9 +218,24 @@ class LLTMSequence(nn.Module):
         # before its kernel's launch: the names made once, the parameters
         # straight from the dict (getattr costs microseconds), else as a
         # parametrization makes them.
-        h_n, c_n = [], []
         params = self._parameters
         sizes, order = packed if packed is not None else (None, None)
+        if (
+            sizes is None
+            and not self.bidirectional
+            and self.bias
+            and not (self.training and self.dropout > 0)
+        ):
+            # One direction, no dropout between the layers: all layers in one
+            # call (in one op call where no gradient can flow: a generated
+            # token pays one call's host time).
+            weights, biases = [], []
+            for ((weight_name, bias_name, _),) in self._names:
+                weights.append(params[weight_name] if weight_name in params else getattr(self, weight_name))
+                biases.append(params[bias_name] if bias_name in params else getattr(self, bias_name))
+            output, (h_n, c_n) = impl.lltm_sequence_layers(x, weights, biases, h0, c0)
+            return output, h_n, c_n
+        h_n, c_n = [], []
         for k, directions in enumerate(self._names):
             if k > 0 and self.dropout > 0 and self.training:
                 x = nn.functional.dropout(x, self.dropout, training=True)
@@ -232,12 +248,12 @@ class LLTMSequence(nn.Module):
                 i = len(h_n)
                 state = (None if h0 is None else h0[i], None if c0 is None else c0[i])
                 if sizes is None:
-                    out, (h, c) = fn(x.flip(0) if reverse else x, weight, bias, *state)
+                    out, (h, c) = impl.lltm_sequence(x.flip(0) if reverse else x, weight, bias, *state)
                     outputs.append(out.flip(0) if reverse else out)
                 else:
-                    xr = x.index_select(0, order) if reverse else x
-                    out, (h, c) = fn(xr, weight, bias, *state, batch_sizes=sizes)
-                    outputs.append(out.index_select(0, order) if reverse else out)
+                    xr = _ReorderRows.apply(x, order) if reverse else x
+                    out, (h, c) = impl.lltm_sequence(xr, weight, bias, *state, batch_sizes=sizes)
+                    outputs.append(_ReorderRows.apply(out, order) if reverse else out)
                 h_n.append(h)
                 c_n.append(c)
             x = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-1)
@@ -263,18 +279,18 @@ class LLTMSequence(nn.Module):
         return h0, c0
 
     def forward(self, input, hx=None):
-        return self._forward(F.lltm_sequence, input, hx)
+        return self._forward(F, input, hx)
 
     def reference(self, input, hx=None):
         """The same layers in plain PyTorch (:func:`kernforge.reference.lltm_sequence`)."""
         from . import reference
 
-        return self._forward(reference.lltm_sequence, input, hx)
+        return self._forward(reference, input, hx)
 
-    def _forward(self, fn, input, hx):
+    def _forward(self, impl, input, hx):
         if isinstance(input, PackedSequence):
             self._check_features(input.data)
-            return self._forward_packed(fn, input, hx)
+            return self._forward_packed(impl, input, hx)
         dim = input.dim()
         batched = dim == 3
         if dim not in (2, 3):
@@ -284,7 +300,7 @@ class LLTMSequence(nn.Module):
         if batched and self.batch_first:
             x = x.transpose(0, 1)
         h0, c0 = self._state(hx, x.size(1), batched)
-        output, h_n, c_n = self._run(fn, x, h0, c0)
+        output, h_n, c_n = self._run(impl, x, h0, c0)
         if not batched:
             return output.squeeze(1), (h_n.squeeze(1), c_n.squeeze(1))
         return (output.transpose(0, 1) if self.batch_first else output), (h_n, c_n)
@@ -297,7 +313,7 @@ class LLTMSequence(nn.Module):
                 f"dimension, got {list(input.shape)}"
             )
 
-    def _forward_packed(self, fn, packed, hx):
+    def _forward_packed(self, impl, packed, hx):
         # One call per layer and direction over the packed rows, as the
         # packing sorted them (longest first); hx and the state returned are
         # in the caller's order, as nn.LSTM's.
@@ -305,8 +321,8 @@ class LLTMSequence(nn.Module):
         h0, c0 = self._state(hx, sizes[0], True)
         if packed.sorted_indices is not None and h0 is not None:
             h0, c0 = h0.index_select(1, packed.sorted_indices), c0.index_select(1, packed.sorted_indices)
-        order = _reversed_rows(packed.batch_sizes).to(packed.data.device) if self.bidirectional else None
-        output, h_n, c_n = self._run(fn, packed.data, h0, c0, (sizes, order))
+        order = _reversed_rows(packed.batch_sizes, packed.data.device) if self.bidirectional else None
+        output, h_n, c_n = self._run(impl, packed.data, h0, c0, (sizes, order))
         if packed.unsorted_indices is not None:
             h_n, c_n = (
                 h_n.index_select(1, packed.unsorted_indices),
@@ -332,15 +348,34 @@ class LLTMSequence(nn.Module):
         return text
 
 
-def _reversed_rows(batch_sizes: Tensor) -> Tensor:
+def _reversed_rows(batch_sizes: Tensor, device: torch.device) -> Tensor:
     """The row order that reverses every sequence of packed data within its
-    own length (row (t, b) to row (L_b - 1 - t, b)): the reversed sequences
-    pack to the same batch_sizes, and the order is its own inverse."""
+    own length (row (t, b) to row (L_b - 1 - t, b)), on `device`: the
+    reversed sequences pack to the same batch_sizes, and the order is its
+    own inverse."""
     sizes = batch_sizes.to(torch.int64)
     offsets = torch.cumsum(sizes, 0) - sizes
     lengths = (sizes.unsqueeze(1) > torch.arange(int(sizes[0]))).sum(0)
     t, b = (torch.arange(len(sizes)).unsqueeze(1) < lengths).nonzero(as_tuple=True)
-    return offsets[lengths[b] - 1 - t] + b
+    order = offsets[lengths[b] - 1 - t] + b
+    # pinned, so that the copy does not wait for the device
+    return order.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else order.to(device)
+
+
+class _ReorderRows(torch.autograd.Function):
+    """``x.index_select(0, order)`` for an order that is its own inverse: the
+    backward gathers by the same order (index_select's own backward scatters
+    with atomic adds, which took a bfloat16 layer 2x longer)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, order: Tensor) -> Tensor:
+        ctx.save_for_backward(order)
+        return x.index_select(0, order)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        (order,) = ctx.saved_tensors
+        return grad.index_select(0, order), None
 
 
 class RoundSTE(nn.Module):

@@ -73,6 +73,20 @@ def lltm_sequence(
     return (output.transpose(0, 1) if batch_first else output), (h, c)
 
 
+def lltm_sequence_layers(x: Tensor, weights, biases, h0: Tensor | None = None, c0: Tensor | None = None):
+    """Layers of :func:`lltm_sequence` in plain PyTorch, layer k > 0 taking
+    layer k - 1's output: ``(output, (h_n, c_n))``, h_n and c_n ``[L, B, S]``
+    (see :func:`kernforge.functional.lltm_sequence_layers`)."""
+    h_n, c_n = [], []
+    for k, (W, b) in enumerate(zip(weights, biases, strict=True)):
+        x, (h, c) = lltm_sequence(x, W, b, None if h0 is None else h0[k], None if c0 is None else c0[k])
+        h_n.append(h)
+        c_n.append(c)
+    if len(h_n) == 1:  # no copies (two launches) for the common single layer
+        return x, (h_n[0].unsqueeze(0), c_n[0].unsqueeze(0))
+    return x, (torch.stack(h_n), torch.stack(c_n))
+
+
 def round_ste(x: Tensor) -> Tensor:
     """``(x >= 0.5)`` in ``x``'s dtype, with the gradient passed straight through."""
     hard = (x >= 0.5).to(x.dtype)
