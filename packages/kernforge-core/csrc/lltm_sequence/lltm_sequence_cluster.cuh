@@ -125,8 +125,9 @@ __device__ inline void accumulate_input(const float* ws, int S, const float* xt,
 // of W (K = S + F), each x_t [B, F] comes into shared memory by one bulk copy
 // two steps ahead, and each thread accumulates its item's share of x_{t+1}'s
 // product while step t's pushes land, so that step t + 1 adds only h_t's.
-template <class scalar_t>
-__global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const ForwardArgs<scalar_t> a) {
+template <class scalar_t, bool P>
+__global__ void __launch_bounds__(kThreads)
+    cluster_forward_kernel(const ForwardArgs<scalar_t, P> a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ float4 smem4[];
   namespace cg = cooperative_groups;
@@ -241,9 +242,9 @@ __global__ void __launch_bounds__(kThreads) cluster_forward_kernel(const Forward
 // across lanes, and its product starts before the step's exchange, not after.
 constexpr int kMaxItems = 4;  // product items (a unit s, 4 batch rows) a thread
 
-template <class scalar_t>
+template <class scalar_t, bool P>
 __global__ void __launch_bounds__(kThreads)
-    cluster_backward_kernel(const BackwardArgs<scalar_t> a) {
+    cluster_backward_kernel(const BackwardArgs<scalar_t, P> a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ float4 smem4[];
   namespace cg = cooperative_groups;
@@ -318,7 +319,7 @@ __global__ void __launch_bounds__(kThreads)
       const float* w = ws + item_s[i];
       const float* d = dl + item_b0[i];
       // (rows past Bt have no d_gates: their partials are the zeros of dl)
-      for (int r = 0; item_b0[i] < Bt && r < 3 * J; ++r) {
+      for (int r = 0; (!P || item_b0[i] < Bt) && r < 3 * J; ++r) {
         const float wr = w[r * p.kp];
         const float4 v = *reinterpret_cast<const float4*>(d + r * RB);
         acc[0] += wr * v.x;

@@ -109,22 +109,36 @@ struct CudaSequence {
   }
 
   // The F that the cluster forward may multiply by W_x itself (float x, F a
-  // multiple of 4 up to kFusedFeatures, 16-byte aligned), else 0. A thread's
-  // share of x_t's product must hide behind the step's exchange (at F = 32
-  // it added 2 to 4 us to 64 steps' 135).
+  // multiple of 4, 16-byte aligned), else 0: up to kFusedFeatures, where a
+  // thread's share of x_t's product hides behind the step's exchange (at
+  // F = 32 it added 2 to 4 us to 64 steps' 135); any F (that fits the
+  // shared memory) for up to kFusedSteps steps, where the GEMM's launch
+  // would cost more than the product (a generated token: T = 1).
   static constexpr int64_t kFusedFeatures = 64;
+  static constexpr int64_t kFusedSteps = 4;
   static int64_t fusable(const SeqRecurrence& r) {
     const bool fits = r.dtype == ScalarType::Float && r.features > 0 && r.features % 4 == 0 &&
-                      r.features <= kFusedFeatures && reinterpret_cast<uintptr_t>(r.x) % 16 == 0;
+                      (r.features <= kFusedFeatures || r.steps <= kFusedSteps) &&
+                      reinterpret_cast<uintptr_t>(r.x) % 16 == 0;
     return fits ? r.features : 0;
   }
 
   // Whether recurrence(r) multiplies x by W_x itself (the driver then makes no P).
   static bool projects_input(const SeqRecurrence& r) {
     if (fusable(r) == 0) return false;
-    const int blocks = cuda_seq::max_cluster<cuda_seq::cluster_forward_kernel<float>>(r.device);
+    const int blocks =
+        cuda_seq::max_cluster<cuda_seq::cluster_forward_kernel<float, false>>(r.device);
     return cuda_seq::cluster_plan(r.batch, r.state, false, blocks, r.device, fusable(r)).features >
            0;
+  }
+
+  // The kernels' instantiation for packed (offsets) or fixed-length steps.
+  template <class F>
+  static void by_layout(const int64_t* offsets, const F& f) {
+    if (offsets)
+      f(std::true_type{});
+    else
+      f(std::false_type{});
   }
 
   static bool recurrence(const SeqRecurrence& r) {
@@ -132,28 +146,32 @@ struct CudaSequence {
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<scalar_t, double>) {
-        const auto make = [&](const cuda_seq::Plan& plan, bool) {
-          return cuda_seq::ForwardArgs<scalar_t>{
-              plan.features > 0 ? nullptr : static_cast<const scalar_t*>(r.P),
-              static_cast<const scalar_t*>(r.x),
-              static_cast<const scalar_t*>(r.bias),
-              static_cast<const scalar_t*>(r.W),
-              static_cast<const scalar_t*>(r.h0),
-              static_cast<const float*>(r.c0),
-              static_cast<scalar_t*>(r.gates),
-              static_cast<scalar_t*>(r.output),
-              static_cast<scalar_t*>(r.c_n),
-              static_cast<scalar_t*>(r.h_n),
-              static_cast<float*>(r.cells),
-              r.offsets,
-              r.ldw,
-              static_cast<int>(r.steps),
-              static_cast<int>(r.batch),
-              static_cast<int>(r.state),
-              plan};
-        };
-        ran = run<cuda_seq::cluster_forward_kernel<scalar_t>, cuda_seq::forward_kernel<scalar_t>>(
-                  make, r.batch, r.state, false, r.device, fusable(r)) != Ran::none;
+        by_layout(r.offsets, [&](auto packed) {
+          constexpr bool P = decltype(packed)::value;
+          const auto make = [&](const cuda_seq::Plan& plan, bool) {
+            return cuda_seq::ForwardArgs<scalar_t, P>{
+                plan.features > 0 ? nullptr : static_cast<const scalar_t*>(r.P),
+                static_cast<const scalar_t*>(r.x),
+                static_cast<const scalar_t*>(r.bias),
+                static_cast<const scalar_t*>(r.W),
+                static_cast<const scalar_t*>(r.h0),
+                static_cast<const float*>(r.c0),
+                static_cast<scalar_t*>(r.gates),
+                static_cast<scalar_t*>(r.output),
+                static_cast<scalar_t*>(r.c_n),
+                static_cast<scalar_t*>(r.h_n),
+                static_cast<float*>(r.cells),
+                r.offsets,
+                r.ldw,
+                static_cast<int>(r.steps),
+                static_cast<int>(r.batch),
+                static_cast<int>(r.state),
+                plan};
+          };
+          ran = run<cuda_seq::cluster_forward_kernel<scalar_t, P>,
+                    cuda_seq::forward_kernel<scalar_t, P>>(make, r.batch, r.state, false, r.device,
+                                                           fusable(r)) != Ran::none;
+        });
       }
     });
     return ran;
@@ -165,30 +183,34 @@ struct CudaSequence {
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<scalar_t, double>) {
-        const auto make = [&](const cuda_seq::Plan& plan, bool cluster) {
-          return cuda_seq::BackwardArgs<scalar_t>{static_cast<const scalar_t*>(r.grad_output),
-                                                  static_cast<const scalar_t*>(r.gates),
-                                                  static_cast<const scalar_t*>(r.W),
-                                                  r.grad_output_strides[0],
-                                                  r.grad_output_strides[1],
-                                                  r.grad_output_strides[2],
-                                                  static_cast<const float*>(r.grad_cn),
-                                                  static_cast<const float*>(r.cells),
-                                                  static_cast<scalar_t*>(r.d_gates),
-                                                  static_cast<scalar_t*>(r.d_h0),
-                                                  static_cast<float*>(r.d_c0),
-                                                  cluster ? static_cast<scalar_t*>(r.d_b) : nullptr,
-                                                  r.offsets,
-                                                  r.ldw,
-                                                  static_cast<int>(r.steps),
-                                                  static_cast<int>(r.batch),
-                                                  static_cast<int>(r.state),
-                                                  plan};
-        };
-        const Ran kind =
-            run<cuda_seq::cluster_backward_kernel<scalar_t>, cuda_seq::backward_kernel<scalar_t>>(
-                make, r.batch, r.state, true, r.device);
-        ran = SeqRan{kind != Ran::none, kind == Ran::cluster && r.d_b != nullptr};
+        by_layout(r.offsets, [&](auto packed) {
+          constexpr bool P = decltype(packed)::value;
+          const auto make = [&](const cuda_seq::Plan& plan, bool cluster) {
+            return cuda_seq::BackwardArgs<scalar_t, P>{
+                static_cast<const scalar_t*>(r.grad_output),
+                static_cast<const scalar_t*>(r.gates),
+                static_cast<const scalar_t*>(r.W),
+                r.grad_output_strides[0],
+                r.grad_output_strides[1],
+                r.grad_output_strides[2],
+                static_cast<const float*>(r.grad_cn),
+                static_cast<const float*>(r.cells),
+                static_cast<scalar_t*>(r.d_gates),
+                static_cast<scalar_t*>(r.d_h0),
+                static_cast<float*>(r.d_c0),
+                cluster ? static_cast<scalar_t*>(r.d_b) : nullptr,
+                r.offsets,
+                r.ldw,
+                static_cast<int>(r.steps),
+                static_cast<int>(r.batch),
+                static_cast<int>(r.state),
+                plan};
+          };
+          const Ran kind = run<cuda_seq::cluster_backward_kernel<scalar_t, P>,
+                               cuda_seq::backward_kernel<scalar_t, P>>(make, r.batch, r.state,
+                                                                        true, r.device);
+          ran = SeqRan{kind != Ran::none, kind == Ran::cluster && r.d_b != nullptr};
+        });
       }
     });
     return ran;

@@ -369,10 +369,11 @@ inline SeqSteps check_backward(const Tensor* grad_output, const Tensor* grad_cn,
 // projects_input(const SeqRecurrence&), recurrence(const SeqRecurrence&),
 // recurrence(const SeqRecurrenceBackward&), sums(const SeqGrads&).
 // Where a forward writes what the caller has storage for (contiguous, of
-// the output's, c_n's and h_n's shapes); each undefined one is made, h_n
-// not at all.
+// the output's, c_n's and h_n's shapes; P: scratch of N * 3S elements or
+// more for an inference's input projection); each undefined one is made,
+// h_n not at all.
 struct SeqInto {
-  Tensor output, c_n, h_n;
+  Tensor output, c_n, h_n, P;
 };
 
 template <class Backend>
@@ -438,7 +439,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
   // they write its gates (Backend::kGatesOverPre), P is gates' storage.
   Tensor P;
   if (!projected) {
-    P = keep && Backend::kGatesOverPre ? rows(gates, 0, N, 3 * S) : empty(x, {N, 3 * S});
+    P = keep && Backend::kGatesOverPre ? rows(gates, 0, N, 3 * S)
+        : !keep && into.P.defined()        ? rows(into.P, 0, N, 3 * S)
+                                           : empty(x, {N, 3 * S});
     if (F > 0)
       Backend::addmm(P, P, rows(xc, 0, N, F), columns_t(W, S, F), 0.0);
     else
@@ -543,10 +546,18 @@ std::tuple<Tensor, Tensor, Tensor> lltm_sequence_layers_inference(
   if (T == 0) fail(op, "x must have at least one step", {{"x", &x}});
   const Tensor output = empty(x, {T, B, S});
   Tensor h_n = empty(x, {L, B, S}), c_n = empty(x, {L, B, S});
-  // Each scratch slot 512-byte aligned, as a tensor of its own would be (the
-  // kernels' vector loads and bulk copies, and CPU GEMMs' paths, see it).
-  const int64_t slot = (T * B * S + 127) / 128 * 128;
-  const Tensor scratch = L > 1 ? empty(x, {(L > 2 ? 2 : 1) * slot}) : Tensor();
+  // One scratch for the layers between (one or two outputs; at T = 1 each
+  // writes its output into its row of h_n instead) and the input
+  // projection, each slot 512-byte aligned as a tensor of its own would be
+  // (the kernels' vector loads and bulk copies, and CPU GEMMs' paths, see
+  // it). None at all for a token whose layers multiply x themselves.
+  const int64_t slot = (T * B * S + 127) / 128 * 128, slots = T == 1 ? 0 : L > 2 ? 2 : L - 1;
+  const bool projects = Backend::projects_input(SeqRecurrence{
+      nullptr, x.data_ptr(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+      nullptr, nullptr, nullptr, 0, x.size(2), T, B, S, x.scalar_type(), x.get_device_index()});
+  const int64_t p_size = projects && (L == 1 || S == x.size(2)) ? 0 : T * B * 3 * S;
+  const Tensor scratch = slots + p_size > 0 ? empty(x, {slots * slot + p_size}) : Tensor();
+  const Tensor P = p_size > 0 ? seq::view1(scratch, slots * slot, p_size) : Tensor();
   const Tensor h0c = h0 ? detail::contiguous(*h0) : Tensor();
   const Tensor c0c = c0 ? detail::contiguous(*c0) : Tensor();
   const auto layer = [&](const Tensor& t, int64_t k, int64_t rows) {  // rows of [L, rows, S]
@@ -562,11 +573,13 @@ std::tuple<Tensor, Tensor, Tensor> lltm_sequence_layers_inference(
   };
   Tensor in = x;
   for (int64_t k = 0; k < L; ++k) {
-    const Tensor out = k == L - 1 ? output : steps(scratch, k & 1);
+    const bool last = k == L - 1;
+    const Tensor h_k = layer(h_n, k, B);
+    const Tensor out = last ? output : T == 1 ? steps(h_k, 0) : steps(scratch, k & 1);
     const std::optional<Tensor> hk = h0 ? std::optional<Tensor>(layer(h0c, k, B)) : std::nullopt;
     const std::optional<Tensor> ck = c0 ? std::optional<Tensor>(layer(c0c, k, B)) : std::nullopt;
     seq::forward<Backend>(in, weights[k], biases[k], hk, ck, std::nullopt, false,
-                          seq::SeqInto{out, layer(c_n, k, B), layer(h_n, k, B)});
+                          seq::SeqInto{out, layer(c_n, k, B), last || T > 1 ? h_k : Tensor(), P});
     in = out;
   }
   return {output, h_n, c_n};
@@ -678,7 +691,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
       Backend::step_backward(p);
       if (t == 0 && !need_h0) break;
       // d_gates_t W_h: the recurrent part of the gradient of h_{t-1} (at t = 0, d_h0).
-      const Tensor dh_t = seq::rows(dh, 0, rows_t, S);
+      const Tensor dh_t = rows_t == B ? dh : seq::rows(dh, 0, rows_t, S);
       Backend::addmm(dh_t, dh_t, seq::rows(d_gates, row, rows_t, 3 * S), W_h, 0.0);
     }
   }

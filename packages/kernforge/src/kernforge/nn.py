@@ -220,15 +220,11 @@ class LLTMSequence(nn.Module):
         # parametrization makes them.
         params = self._parameters
         sizes, order = packed if packed is not None else (None, None)
-        if (
-            sizes is None
-            and not self.bidirectional
-            and self.bias
-            and not (self.training and self.dropout > 0)
-        ):
-            # One direction, no dropout between the layers: all layers in one
-            # call (in one op call where no gradient can flow: a generated
-            # token pays one call's host time).
+        stack = self.num_layers > 1 and not self.bidirectional and self.bias
+        if stack and sizes is None and not (self.training and self.dropout > 0):
+            # Layers of one direction, no dropout between them: all layers in
+            # one call (in one op call where no gradient can flow: a
+            # generated token pays one call's host time, not one per layer).
             weights, biases = [], []
             for ((weight_name, bias_name, _),) in self._names:
                 weights.append(params[weight_name] if weight_name in params else getattr(self, weight_name))
