@@ -1505,8 +1505,8 @@ def test_thc_comparisons_shifts_cross_histc_random_and_lapack(logic_cuda):
     a = torch.randn(4, 3, generator=gen).cuda()
     b = torch.randn(4, 3, generator=gen).cuda()
 
-    def run(which, x, y):
-        r = torch.full((1,), float("nan"), device="cuda")
+    def run(which, x, y, shape=(1,)):
+        r = torch.full(shape, float("nan"), device="cuda")
         assert logic_cuda.cuda_float_op(r, x, y, which) == 1
         return r
 
@@ -1517,7 +1517,9 @@ def test_thc_comparisons_shifts_cross_histc_random_and_lapack(logic_cuda):
     close(run(4, a, b), torch.histc(a, bins=5, min=-2, max=2))
     close(run(5, a, b), a, atol=1e-6, rtol=0)  # normal_means with a vanishing stddev
     p = torch.tensor([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0], [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]], device="cuda")
-    close(run(6, a, p), p)  # bernoulli_FloatTensor with certain outcomes
+    # bernoulli_FloatTensor with certain outcomes; as THC's, self must have p's
+    # number of elements (it is not resized)
+    close(run(6, a, p, p.shape), p)
     spd = a.T @ a + torch.eye(3, device="cuda")
     u = run(7, spd, b)
     close(u.T @ u, spd, rtol=1e-4, atol=1e-4)
