@@ -184,8 +184,9 @@ __global__ void __launch_bounds__(kThreads)
     wait_phase(xbars, 0);
     accumulate_input(ws, S, xb, F, B, p, it, acc);
   }
-  int Bt = B, Bn = T > 1 ? step_rows(a, 1) : 0;  // the rows of steps t and t + 1
   for (int t = 0; t < T; ++t) {
+    // the rows of steps t and t + 1 (known at fixed length)
+    const int Bt = P ? step_rows(a, t) : B, Bn = t + 1 < T ? (P ? step_rows(a, t + 1) : B) : 0;
     if (t > 0) {
       // h_{t-1} has landed; buffer t & 1 next receives h_{t+1}.
       wait_phase(bars + (t & 1), ((t - 1) >> 1) & 1);
@@ -227,8 +228,6 @@ __global__ void __launch_bounds__(kThreads)
       store_forward(a, t, ob, j0 + oj, e);
       if (send && ob < Bn) step_input(a, t + 1, ob, j0 + oj, in);
     }
-    Bt = Bn;
-    if (t + 2 < T) Bn = step_rows(a, t + 2);
   }
   if (owner) a.c_n[ob * S + j0 + oj] = static_cast<scalar_t>(c);  // each row's last cell
 #endif
@@ -287,17 +286,18 @@ __global__ void __launch_bounds__(kThreads)
   const int ob = threadIdx.x / units, oj = threadIdx.x % units;
   // Packed, a row takes part from its own last step down (Bt rows at step t).
   float dh = 0.0f, dc = 0.0f, in[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d_b[3] = {0.0f, 0.0f, 0.0f};
-  int Bt = step_rows(a, T - 1);
+  const int last = P ? step_rows(a, T - 1) : B;
   if (owner) {
     dc = a.grad_cn ? a.grad_cn[ob * S + j0 + oj] : 0.0f;
-    if (ob < Bt) {
+    if (ob < last) {
       dh = step_grad_output(a, T - 1, ob, j0 + oj);
       step_saved(a, T - 1, ob, j0 + oj, in);
     }
   }
   cluster.sync();  // every block runs, its mbarriers set up, before any pushes into it
   for (int t = T - 1; t >= 0; --t) {
-    const int Bp = t > 0 ? step_rows(a, t - 1) : 0;  // the rows of step t - 1
+    // the rows of steps t and t - 1 (known at fixed length)
+    const int Bt = P ? step_rows(a, t) : B, Bp = t > 0 ? (P ? step_rows(a, t - 1) : B) : 0;
     if (owner && ob < Bt) {
       const BackwardElement e = gate_backward<scalar_t>(dh, dc, in);
       dc = e.dc;
@@ -344,7 +344,6 @@ __global__ void __launch_bounds__(kThreads)
       dh = go;
       for (int from = 0; from < blocks; ++from) dh += into[(from * J + oj) * RB + ob];
     }
-    Bt = Bp;
   }
   if (owner) {
     if (a.d_c0) a.d_c0[ob * S + j0 + oj] = dc;

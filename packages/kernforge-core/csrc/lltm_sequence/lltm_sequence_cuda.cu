@@ -92,17 +92,18 @@ struct CudaSequence {
   // One cluster where the sequence is small enough (lltm_sequence_cluster.cuh),
   // else the grid of lltm_sequence_persistent.cuh, else none: stepping.
   // make(plan, cluster) gives the kernel's arguments; the cluster forward
-  // multiplies x itself where `features` is not 0 and it fits.
+  // multiplies x itself where `features` is not 0 and it fits, the grid
+  // where `grid_features` is not 0 and it fits.
   template <auto ClusterKernel, auto GridKernel, class Make>
   static Ran run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device,
-                 int64_t features = 0) {
+                 int64_t features = 0, int64_t grid_features = 0) {
     cuda_seq::Plan plan = cuda_seq::cluster_plan(
         batch, state, backward, cuda_seq::max_cluster<ClusterKernel>(device), device, features);
     if (plan.blocks > 0) {
       cuda_seq::launch_cluster<ClusterKernel>(make(plan, true), device);
       return Ran::cluster;
     }
-    plan = cuda_seq::plan(batch, state, backward, device);
+    plan = cuda_seq::plan(batch, state, backward, device, grid_features);
     if (plan.blocks == 0) return Ran::none;
     cuda_seq::launch<GridKernel>(make(plan, false), device);
     return Ran::grid;
@@ -123,13 +124,22 @@ struct CudaSequence {
     return fits ? r.features : 0;
   }
 
+  // The F the grid forward may multiply by W_x itself: fusable's, for up to
+  // kFusedSteps steps (each step's x is staged from memory, on the step's path).
+  static int64_t grid_fusable(const SeqRecurrence& r) {
+    return r.steps <= kFusedSteps ? fusable(r) : 0;
+  }
+
   // Whether recurrence(r) multiplies x by W_x itself (the driver then makes no P).
   static bool projects_input(const SeqRecurrence& r) {
     if (fusable(r) == 0) return false;
     const int blocks =
         cuda_seq::max_cluster<cuda_seq::cluster_forward_kernel<float, false>>(r.device);
-    return cuda_seq::cluster_plan(r.batch, r.state, false, blocks, r.device, fusable(r)).features >
-           0;
+    const cuda_seq::Plan cluster =
+        cuda_seq::cluster_plan(r.batch, r.state, false, blocks, r.device, fusable(r));
+    if (cluster.blocks > 0) return cluster.features > 0;
+    return grid_fusable(r) > 0 &&
+           cuda_seq::plan(r.batch, r.state, false, r.device, grid_fusable(r)).features > 0;
   }
 
   // The kernels' instantiation for packed (offsets) or fixed-length steps.
@@ -168,9 +178,10 @@ struct CudaSequence {
                 static_cast<int>(r.state),
                 plan};
           };
-          ran = run<cuda_seq::cluster_forward_kernel<scalar_t, P>,
-                    cuda_seq::forward_kernel<scalar_t, P>>(make, r.batch, r.state, false, r.device,
-                                                           fusable(r)) != Ran::none;
+          ran =
+              run<cuda_seq::cluster_forward_kernel<scalar_t, P>,
+                  cuda_seq::forward_kernel<scalar_t, P>>(make, r.batch, r.state, false, r.device,
+                                                         fusable(r), grid_fusable(r)) != Ran::none;
         });
       }
     });
@@ -206,9 +217,9 @@ struct CudaSequence {
                 static_cast<int>(r.state),
                 plan};
           };
-          const Ran kind = run<cuda_seq::cluster_backward_kernel<scalar_t, P>,
-                               cuda_seq::backward_kernel<scalar_t, P>>(make, r.batch, r.state,
-                                                                        true, r.device);
+          const Ran kind =
+              run<cuda_seq::cluster_backward_kernel<scalar_t, P>,
+                  cuda_seq::backward_kernel<scalar_t, P>>(make, r.batch, r.state, true, r.device);
           ran = SeqRan{kind != Ran::none, kind == Ran::cluster && r.d_b != nullptr};
         });
       }
@@ -226,8 +237,8 @@ struct CudaSequence {
               static_cast<const scalar_t*>(g.d_gates), static_cast<const scalar_t*>(g.h0),
               static_cast<const scalar_t*>(g.previous), static_cast<const scalar_t*>(g.x),
               static_cast<const scalar_t*>(g.W), static_cast<scalar_t*>(g.d_W),
-              static_cast<scalar_t*>(g.d_b), static_cast<scalar_t*>(g.d_x), g.rows,
-              g.batch, g.state, g.features, g.ldw},
+              static_cast<scalar_t*>(g.d_b), static_cast<scalar_t*>(g.d_x), g.rows, g.batch,
+              g.state, g.features, g.ldw},
           g.device);
     });
     return true;

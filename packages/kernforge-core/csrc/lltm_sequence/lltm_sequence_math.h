@@ -259,10 +259,10 @@ inline std::pair<ScalarType, SeqSteps> check(const Tensor& x, const Tensor& W, c
 inline Tensor device_ints(const Tensor& like, const std::vector<int64_t>& values) {
   const int64_t n = static_cast<int64_t>(values.size());
   const bool cpu = like.is_cpu();
-  Tensor host = cpu ? empty(like, {n}, aoti_torch_dtype_int64())
-                    : torch::stable::empty({n}, ScalarType::Long, std::nullopt,
-                                           torch::stable::Device(torch::headeronly::DeviceType::CPU),
-                                           true);
+  Tensor host =
+      cpu ? empty(like, {n}, aoti_torch_dtype_int64())
+          : torch::stable::empty({n}, ScalarType::Long, std::nullopt,
+                                 torch::stable::Device(torch::headeronly::DeviceType::CPU), true);
   std::copy(values.begin(), values.end(), static_cast<int64_t*>(host.data_ptr()));
   if (cpu) return host;
   Tensor on_device = empty(like, {n}, aoti_torch_dtype_int64());
@@ -440,8 +440,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
   Tensor P;
   if (!projected) {
     P = keep && Backend::kGatesOverPre ? rows(gates, 0, N, 3 * S)
-        : !keep && into.P.defined()        ? rows(into.P, 0, N, 3 * S)
-                                           : empty(x, {N, 3 * S});
+        : !keep && into.P.defined()    ? rows(into.P, 0, N, 3 * S)
+                                       : empty(x, {N, 3 * S});
     if (F > 0)
       Backend::addmm(P, P, rows(xc, 0, N, F), columns_t(W, S, F), 0.0);
     else
@@ -472,8 +472,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
     const int64_t rows_t = st.rows(t), row = st.offset(t);
     const Tensor P_t = rows(P, row, rows_t, 3 * S);
     if (t > 0 || h0_ptr)
-      Backend::addmm(P_t, P_t, t == 0 ? h0c : rows(output, st.offset(t - 1), rows_t, S), W_hT,
-                     1.0);
+      Backend::addmm(P_t, P_t, t == 0 ? h0c : rows(output, st.offset(t - 1), rows_t, S), W_hT, 1.0);
     Backend::step(SeqStep{P_ptr + row * 3 * S * size, bc.data_ptr(),
                           t == 0 ? c0_ptr : cells_ptr + cell_row(t - 1) * S * cell_size,
                           gates_ptr + (gates_kept ? row * 3 * S * size : 0),
@@ -522,9 +521,11 @@ std::tuple<Tensor, Tensor> lltm_sequence_inference(
 // layer's recurrence writes its own rows of h_n and c_n, the layers between
 // take scratch for their outputs.
 template <class Backend>
-std::tuple<Tensor, Tensor, Tensor> lltm_sequence_layers_inference(
-    const Tensor& x, std::vector<Tensor> weights, std::vector<Tensor> biases,
-    const std::optional<Tensor>& h0, const std::optional<Tensor>& c0) {
+std::tuple<Tensor, Tensor, Tensor> lltm_sequence_layers_inference(const Tensor& x,
+                                                                  std::vector<Tensor> weights,
+                                                                  std::vector<Tensor> biases,
+                                                                  const std::optional<Tensor>& h0,
+                                                                  const std::optional<Tensor>& c0) {
   const char* op = "lltm_sequence_layers_inference";
   const int64_t L = static_cast<int64_t>(weights.size());
   if (L == 0 || biases.size() != weights.size())
@@ -535,8 +536,8 @@ std::tuple<Tensor, Tensor, Tensor> lltm_sequence_layers_inference(
   if (weights[0].dim() != 2 || weights[0].size(0) % 3 != 0)
     fail(op, "weights[0] must be 2-D with 3 * hidden_size rows", {{"weights[0]", &weights[0]}});
   const int64_t T = x.size(0), B = x.size(1), S = weights[0].size(0) / 3;
-  for (const NamedTensor& a : {NamedTensor{"h0", h0 ? &*h0 : nullptr},
-                               NamedTensor{"c0", c0 ? &*c0 : nullptr}})
+  for (const NamedTensor& a :
+       {NamedTensor{"h0", h0 ? &*h0 : nullptr}, NamedTensor{"c0", c0 ? &*c0 : nullptr}})
     if (a.second && (a.second->dim() != 3 || a.second->size(0) != L || a.second->size(1) != B ||
                      a.second->size(2) != S))
       fail(op,
@@ -553,8 +554,8 @@ std::tuple<Tensor, Tensor, Tensor> lltm_sequence_layers_inference(
   // it). None at all for a token whose layers multiply x themselves.
   const int64_t slot = (T * B * S + 127) / 128 * 128, slots = T == 1 ? 0 : L > 2 ? 2 : L - 1;
   const bool projects = Backend::projects_input(SeqRecurrence{
-      nullptr, x.data_ptr(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-      nullptr, nullptr, nullptr, 0, x.size(2), T, B, S, x.scalar_type(), x.get_device_index()});
+      nullptr, x.data_ptr(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+      nullptr, nullptr, 0, x.size(2), T, B, S, x.scalar_type(), x.get_device_index()});
   const int64_t p_size = projects && (L == 1 || S == x.size(2)) ? 0 : T * B * 3 * S;
   const Tensor scratch = slots + p_size > 0 ? empty(x, {slots * slot + p_size}) : Tensor();
   const Tensor P = p_size > 0 ? seq::view1(scratch, slots * slot, p_size) : Tensor();
@@ -594,9 +595,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
     const Tensor& W, const std::optional<Tensor>& h0, const Tensor& output, const Tensor& cells,
     const Tensor& gates, std::vector<bool> output_mask,
     std::optional<std::vector<int64_t>> batch_sizes) {
-  const SeqSteps st = seq::check_backward(grad_output ? &*grad_output : nullptr,
-                                          grad_cn ? &*grad_cn : nullptr, x, W, h0 ? &*h0 : nullptr,
-                                          output, cells, gates, output_mask, batch_sizes);
+  const SeqSteps st =
+      seq::check_backward(grad_output ? &*grad_output : nullptr, grad_cn ? &*grad_cn : nullptr, x,
+                          W, h0 ? &*h0 : nullptr, output, cells, gates, output_mask, batch_sizes);
   const bool need_x = output_mask[0], need_W = output_mask[1], need_b = output_mask[2],
              need_h0 = output_mask[3], need_c0 = output_mask[4];
   const ScalarType dtype = x.scalar_type(), cell = cell_dtype(dtype);
@@ -625,27 +626,26 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
     if (!packed) return grad_output->stride(d);
     return d == 0 ? int64_t{0} : grad_output->stride(d - 1);
   };
-  const SeqRan ran =
-      B * S == 0
-          ? SeqRan{}
-          : Backend::recurrence(SeqRecurrenceBackward{
-                grad_output ? grad_output->data_ptr() : nullptr,
-                gcn.defined() ? gcn.data_ptr() : nullptr,
-                gatesc.data_ptr(),
-                cellsc.data_ptr(),
-                Wc.data_ptr(),
-                {stride(0), stride(1), stride(2)},
-                d_gates.data_ptr(),
-                need_h0 ? dh.data_ptr() : nullptr,
-                need_c0 ? d_c0.data_ptr() : nullptr,
-                need_b ? d_b.data_ptr() : nullptr,
-                packed ? static_cast<const int64_t*>(index.data_ptr()) : nullptr,
-                S + F,
-                T,
-                B,
-                S,
-                dtype,
-                x.get_device_index()});
+  const SeqRan ran = B * S == 0
+                         ? SeqRan{}
+                         : Backend::recurrence(SeqRecurrenceBackward{
+                               grad_output ? grad_output->data_ptr() : nullptr,
+                               gcn.defined() ? gcn.data_ptr() : nullptr,
+                               gatesc.data_ptr(),
+                               cellsc.data_ptr(),
+                               Wc.data_ptr(),
+                               {stride(0), stride(1), stride(2)},
+                               d_gates.data_ptr(),
+                               need_h0 ? dh.data_ptr() : nullptr,
+                               need_c0 ? d_c0.data_ptr() : nullptr,
+                               need_b ? d_b.data_ptr() : nullptr,
+                               packed ? static_cast<const int64_t*>(index.data_ptr()) : nullptr,
+                               S + F,
+                               T,
+                               B,
+                               S,
+                               dtype,
+                               x.get_device_index()});
   const bool whole = ran.whole;
   if (B * S > 0 && !whole) {  // else d_gates has no elements, or is made
     if (!need_h0) dh = empty(x, {B, S});
@@ -670,24 +670,23 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
       // The gradient of h_t: grad_output_t, plus d_gates_{t+1} W_h below the
       // last step; of c_t: grad_cn at the last step, else the step after's.
       const bool first = t == T - 1 && !packed;
-      SeqStepBackward p{
-          first ? nullptr : dh.data_ptr(),
-          !first          ? dc[(t + 1) & 1].data_ptr()
-          : gcn.defined() ? gcn.data_ptr()
-                          : nullptr,
-          grad_output ? static_cast<const char*>(grad_output->data_ptr()) +
-                            (packed ? row * stride(1) : t * stride(0)) * size
-                      : nullptr,
-          stride(1),
-          stride(2),
-          static_cast<const char*>(gatesc.data_ptr()) + row * 3 * S * size,
-          static_cast<const char*>(cellsc.data_ptr()) + row * S * cell_size,
-          static_cast<char*>(d_gates.data_ptr()) + row * 3 * S * size,
-          dc[t & 1].data_ptr(),
-          rows_t,
-          S,
-          dtype,
-          x.get_device_index()};
+      SeqStepBackward p{first ? nullptr : dh.data_ptr(),
+                        !first          ? dc[(t + 1) & 1].data_ptr()
+                        : gcn.defined() ? gcn.data_ptr()
+                                        : nullptr,
+                        grad_output ? static_cast<const char*>(grad_output->data_ptr()) +
+                                          (packed ? row * stride(1) : t * stride(0)) * size
+                                    : nullptr,
+                        stride(1),
+                        stride(2),
+                        static_cast<const char*>(gatesc.data_ptr()) + row * 3 * S * size,
+                        static_cast<const char*>(cellsc.data_ptr()) + row * S * cell_size,
+                        static_cast<char*>(d_gates.data_ptr()) + row * 3 * S * size,
+                        dc[t & 1].data_ptr(),
+                        rows_t,
+                        S,
+                        dtype,
+                        x.get_device_index()};
       Backend::step_backward(p);
       if (t == 0 && !need_h0) break;
       // d_gates_t W_h: the recurrent part of the gradient of h_{t-1} (at t = 0, d_h0).
@@ -708,13 +707,12 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
       !need_W || N == B ? outc
       : packed          ? Backend::index_rows(seq::rows(outc, 0, N, S), seq::packed_rows(index, st))
                         : outc;
-  const bool summed = (need_x || need_W || need_sum_b) &&
-                      Backend::sums(SeqGrads{d_gates.data_ptr(), h0 ? h0c.data_ptr() : nullptr,
-                                             previous.data_ptr(), xc.data_ptr(), Wc.data_ptr(),
-                                             need_W ? d_W.data_ptr() : nullptr,
-                                             need_sum_b ? d_b.data_ptr() : nullptr,
-                                             need_x ? d_x.data_ptr() : nullptr, S + F, N, B, F, S,
-                                             dtype, x.get_device_index()});
+  const bool summed =
+      (need_x || need_W || need_sum_b) &&
+      Backend::sums(SeqGrads{
+          d_gates.data_ptr(), h0 ? h0c.data_ptr() : nullptr, previous.data_ptr(), xc.data_ptr(),
+          Wc.data_ptr(), need_W ? d_W.data_ptr() : nullptr, need_sum_b ? d_b.data_ptr() : nullptr,
+          need_x ? d_x.data_ptr() : nullptr, S + F, N, B, F, S, dtype, x.get_device_index()});
   if (need_x && F > 0 && !summed)
     Backend::addmm(seq::rows(d_x, 0, N, F), seq::rows(d_x, 0, N, F), d_gates,
                    seq::view(W, S * W.stride(1), {3 * S, F}, {W.stride(0), W.stride(1)}), 0.0);

@@ -142,7 +142,7 @@ struct Plan {
   int chunk = 0, stride = 0;  // staged operand: chunk values of K, stride floats per value
   int kp = 0;
   int ws = 0;              // floats of the W slice, a multiple of 4 (float4 alignment after it)
-  int features = 0;        // cluster forward: F where it multiplies x by W_x itself (0: P is given)
+  int features = 0;        // forward: F where it multiplies x by W_x itself (0: P is given)
   int threads = kThreads;  // block size (the cluster forward may launch fewer)
   size_t smem = 0;         // bytes
 };
@@ -247,11 +247,14 @@ __device__ inline void reduce_lanes(const Plan& p, float (&acc)[G][kRows]) {
 
 // acc[g][r] = sum_k ws[(g J + j) kp + k] v[b0 + r][k] over k < K for the
 // thread's item (j, b0), reduced over the item's lanes: every lane holds it.
-// v [batch, K] rows ldv apart, staged a chunk at a time.
+// v [batch, K] rows ldv apart, staged a chunk at a time. (K = S: a null v
+// with h0 absent is given K = 0, and x's columns then start at ws's K-th:
+// the grid forward passes K = S whenever it passes x.)
 template <int G, class scalar_t>
 __device__ inline void recurrent_product(const float* ws, float* vt, const scalar_t* v, int64_t ldv,
                                          int K, int batch, const Plan& p, const Item& it,
-                                         float (&acc)[G][kRows]) {
+                                         float (&acc)[G][kRows], const scalar_t* x = nullptr,
+                                         int F = 0) {
 #pragma unroll
   for (int g = 0; g < G; ++g)
 #pragma unroll
@@ -262,6 +265,15 @@ __device__ inline void recurrent_product(const float* ws, float* vt, const scala
     stage(vt, v, ldv, k0, n, batch, p);
     __syncthreads();
     accumulate<G>(ws, vt, k0, n, batch, p, it, acc);
+  }
+  // plus x [batch, F] (rows F apart) times ws's columns K.. (the forward's
+  // input product, where the kernel makes it: plan.features = F)
+  for (int k0 = 0; k0 < F; k0 += p.chunk) {
+    const int n = min(p.chunk, F - k0);
+    __syncthreads();
+    stage(vt, x, F, k0, n, batch, p);
+    __syncthreads();
+    accumulate<G>(ws + K, vt, k0, n, batch, p, it, acc);
   }
   reduce_lanes<G>(p, acc);
 }
@@ -334,7 +346,8 @@ __device__ inline int64_t step_row(const Args& a, int t) {
 
 template <class Args>
 __device__ inline int step_rows(const Args& a, int t) {
-  if constexpr (Args::kPacked) return static_cast<int>(__ldg(a.offsets + t + 1) - __ldg(a.offsets + t));
+  if constexpr (Args::kPacked)
+    return static_cast<int>(__ldg(a.offsets + t + 1) - __ldg(a.offsets + t));
   return a.batch;
 }
 
@@ -473,7 +486,10 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
   float* vt = ws + p.ws;                        // [chunk][stride]
   float* pre = vt + p.chunk * p.stride;         // [3][J][RB]
   float* c = pre + 3 * J * RB;                  // [J][RB]
-  load_forward_weights(ws, a.W, a.ldw, S, S, j0, units, p);
+  // With plan.features = F (float, a short sequence), the block keeps its 3J
+  // whole rows of W (K = S + F) and multiplies x_t itself: no GEMM makes P.
+  const int F = std::is_same_v<scalar_t, float> ? p.features : 0;
+  load_forward_weights(ws, a.W, a.ldw, S + F, S, j0, units, p);
   for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units;
     c[j * RB + b] = a.c0 ? a.c0[(r0 + b) * S + j0 + j] : 0.0f;
@@ -494,7 +510,12 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
     // A null h0 is zeros: no product at step 0.
     const scalar_t* h = t == 0 ? a.h0 : a.output + step_row(a, t - 1) * S;
     float acc[3][kRows];
-    recurrent_product<3>(ws, vt, h ? h + r0 * S : nullptr, S, h ? S : 0, Rt, p, it, acc);
+    const scalar_t* x = F > 0 ? a.x + (step_row(a, t) + r0) * F : nullptr;
+    if (x && !h) {  // x's columns start at S: a zero state's product over them
+      recurrent_product<3>(ws + S, vt, x, F, F, Rt, p, it, acc);
+    } else {
+      recurrent_product<3>(ws, vt, h ? h + r0 * S : nullptr, S, h ? S : 0, Rt, p, it, acc, x, F);
+    }
     if (lane == 0 && b0 < Rt)
 #pragma unroll
       for (int g = 0; g < 3; ++g)
@@ -569,7 +590,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
   int Rt = last;
   for (int t = a.T - 1; t >= 0; --t) {
     const int Rp = t > 0 ? active(t - 1) : 0;  // the rows of step t - 1
-    __syncthreads();  // dh is complete
+    __syncthreads();                           // dh is complete
     for (int idx = threadIdx.x; idx < units * Rt; idx += blockDim.x) {
       const int b = idx / units, j = idx - b * units;
       float in[4] = {next[0], next[1], next[2], next[3]};
@@ -651,26 +672,33 @@ __host__ __device__ inline int64_t state_floats(const Plan& p, bool backward) {
 // values of K or more (each chunk costs a round trip to L2 and two
 // barriers). A packed batch of 256 at S = 256 took 4.6 ms to train by
 // cuBLAS per step, its 50 steps bound by the launches.
-inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device) {
+inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_t features = 0) {
   if (batch > kMaxGroupedBatch || S == 0 || batch == 0) return {};
-  const int64_t sms = cuda::sm_count(device), K = backward ? 3 * S : S;
+  const int64_t sms = cuda::sm_count(device);
   const int64_t limit = max_shared_bytes(device) / 4;
-  for (int64_t groups = 8; groups >= 1; groups /= 2) {
-    const int64_t rows =
-        groups == 1 ? batch : ((batch + groups - 1) / groups + kRows - 1) / kRows * kRows;
-    if ((batch + rows - 1) / rows != groups || sms / groups == 0) continue;
-    if (groups == 1 && batch > kMaxBatch) break;
-    const int64_t J = (S + sms / groups - 1) / (sms / groups);
-    Plan p;
-    if (!layout(J, rows, K, backward, p)) continue;
-    const int64_t extra = state_floats(p, backward);
-    const int64_t chunk = std::min<int64_t>(K, (limit - p.ws - extra) / p.stride / 32 * 32);
-    if (groups > 1 ? chunk < K : chunk < std::min<int64_t>(K, 32)) continue;
-    p.unit_groups = static_cast<int>((S + J - 1) / J);
-    p.blocks = p.unit_groups * static_cast<int>(groups);
-    p.chunk = static_cast<int>(chunk);
-    p.smem = static_cast<size_t>(4 * (p.ws + chunk * p.stride + extra));
-    return p;
+  // The forward multiplies x itself (features = F) where its W rows (K = S +
+  // F) fit; each staged operand (h, then x) is of S or F values.
+  for (const int64_t F : {backward ? 0 : features, int64_t{0}}) {
+    const int64_t K = backward ? 3 * S : S + F, operand = backward ? 3 * S : std::max(S, F);
+    for (int64_t groups = 8; groups >= 1; groups /= 2) {
+      const int64_t rows =
+          groups == 1 ? batch : ((batch + groups - 1) / groups + kRows - 1) / kRows * kRows;
+      if ((batch + rows - 1) / rows != groups || sms / groups == 0) continue;
+      if (groups == 1 && batch > kMaxBatch) break;
+      const int64_t J = (S + sms / groups - 1) / (sms / groups);
+      Plan p;
+      if (!layout(J, rows, K, backward, p)) continue;
+      const int64_t extra = state_floats(p, backward);
+      const int64_t chunk = std::min<int64_t>(operand, (limit - p.ws - extra) / p.stride / 32 * 32);
+      if (groups > 1 ? chunk < operand : chunk < std::min<int64_t>(operand, 32)) continue;
+      p.unit_groups = static_cast<int>((S + J - 1) / J);
+      p.blocks = p.unit_groups * static_cast<int>(groups);
+      p.chunk = static_cast<int>(chunk);
+      p.features = static_cast<int>(F);
+      p.smem = static_cast<size_t>(4 * (p.ws + chunk * p.stride + extra));
+      return p;
+    }
+    if (F == 0) break;
   }
   return {};
 }
