@@ -100,12 +100,7 @@ def test_lltm_sequence(benchmark, impl, case):
         step()
         torch.cuda.synchronize()
         benchmark.extra_info["peak_bytes"] = torch.cuda.max_memory_allocated() - before
-    start = synchronized_clock()
-    step()
-    once = synchronized_clock() - start
-    warmup = max(2, math.ceil(0.3 / once))
-    rounds = max(7, min(30, math.ceil(1.0 / once)))
-    benchmark.pedantic(step, rounds=rounds, iterations=1, warmup_rounds=warmup)
+    _timed(benchmark, step)
 
 
 # Packed batches as NLP code feeds them: sentences of lengths drawn from

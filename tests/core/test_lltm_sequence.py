@@ -127,16 +127,24 @@ def test_matches_a_loop_over_the_cell(device, dtype, size):
 @pytest.mark.parametrize("size", [(3, *s[1:]) for s in SIZES], ids=str)
 def test_each_layout_over_three_steps(device, dtype, size):
     gen = torch.Generator().manual_seed(60)
-    ins = _inputs(*size, dtype, device, gen)
-    ours = [t.clone().requires_grad_() for t in ins]
-    refs = [t.double().cpu().requires_grad_() for t in ins]
     steps, batch, _, state = size
     _poison(device, (steps, batch, state), (steps, batch, 3 * state))
-    out, (h_n, c_n) = kernforge.lltm_sequence(*ours)
+    _check_against_the_reference(
+        _inputs(*size, dtype, device, gen), {}, _sequence_tolerance(dtype, steps, batch), gen
+    )
+
+
+def _check_against_the_reference(ins, kwargs, tol, gen):
+    """The op on `ins` (x, W, b, h0, c0) with gradients, and under no_grad
+    (the inference op: bit for bit the forward's), against the float64
+    reference on the CPU: outputs and every input's gradient."""
+    dtype, device = ins[0].dtype, ins[0].device
+    ours = [t.clone().requires_grad_() for t in ins]
+    refs = [t.double().cpu().requires_grad_() for t in ins]
+    out, (h_n, c_n) = kernforge.lltm_sequence(*ours, **kwargs)
     with torch.no_grad():
-        inf_out, (inf_h, inf_c) = kernforge.lltm_sequence(*ins)
-    r_out, (r_h, r_c) = reference.lltm_sequence(*refs)
-    tol = _sequence_tolerance(dtype, steps, batch)
+        inf_out, (inf_h, inf_c) = kernforge.lltm_sequence(*ins, **kwargs)
+    r_out, (r_h, r_c) = reference.lltm_sequence(*refs, **kwargs)
     for o, i, r in ((out, inf_out, r_out), (h_n, inf_h, r_h), (c_n, inf_c, r_c)):
         close(o.cpu(), r.to(dtype), **tol)
         assert torch.equal(i, o.detach())
@@ -840,23 +848,10 @@ def _packed_inputs(batch, features, state, steps, dtype, device, gen):
 def test_packed_op_equals_the_steps_rows(device, dtype, size):
     gen = torch.Generator().manual_seed(111)
     x, sizes, rest = _packed_inputs(*size, 7, dtype, device, gen)
-    ours = [t.clone().requires_grad_() for t in (x, *rest)]
-    refs = [t.double().cpu().requires_grad_() for t in (x, *rest)]
     _poison(device, (x.shape[0], 3 * size[2]))
-    out, (h_n, c_n) = kernforge.lltm_sequence(*ours, batch_sizes=sizes)
-    with torch.no_grad():
-        inf_out, (inf_h, inf_c) = kernforge.lltm_sequence(x, *rest, batch_sizes=torch.tensor(sizes))
-    r_out, (r_h, r_c) = reference.lltm_sequence(*refs, batch_sizes=sizes)
     tol = _sequence_tolerance(dtype, len(sizes), size[0])
-    for o, i, r in ((out, inf_out, r_out), (h_n, inf_h, r_h), (c_n, inf_c, r_c)):
-        close(o.cpu(), r.to(dtype), **tol)
-        assert torch.equal(i, o.detach())
-    grads = [random(t.shape, dtype, device, gen) for t in (out, h_n, c_n)]
-    torch.autograd.backward((out, h_n, c_n), grads)
-    torch.autograd.backward((r_out, r_h, r_c), [g.double().cpu() for g in grads])
-    for name, o, r in zip(("x", "weight", "bias", "h0", "c0"), ours, refs, strict=True):
-        assert o.grad is not None, name
-        close(o.grad.cpu(), r.grad.to(dtype), **tol)
+    # batch_sizes as a PackedSequence has them: a CPU int64 tensor
+    _check_against_the_reference([x, *rest], {"batch_sizes": torch.tensor(sizes)}, tol, gen)
 
 
 @pytest.mark.parametrize("layers", [1, 2])
