@@ -13,7 +13,6 @@ of the kernel (:mod:`kernforge_core.fusion`); eager calls run the kernels.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -473,7 +472,7 @@ def lltm_sequence(
     h0: Tensor | None = None,
     c0: Tensor | None = None,
     batch_first: bool = False,
-    batch_sizes: Tensor | Sequence[int] | None = None,
+    batch_sizes: Tensor | list[int] | None = None,
 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """The LLTM cell (:func:`lltm`) run over a whole sequence in one call.
 
@@ -664,8 +663,8 @@ def _(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_s
 
 def lltm_sequence_layers(
     x: Tensor,
-    weights: Sequence[Tensor],
-    biases: Sequence[Tensor],
+    weights: list[Tensor],
+    biases: list[Tensor],
     h0: Tensor | None = None,
     c0: Tensor | None = None,
 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
