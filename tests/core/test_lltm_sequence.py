@@ -1104,3 +1104,18 @@ def test_generation_compiles_with_reduce_overhead_without_a_graph_break():
             _, want = model.reference(x, want)
             close(state[0], want[0], **TOL[torch.float32])
             close(state[1], want[1], **TOL[torch.float32])
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_layers_under_autocast(device, grad):
+    # A module of two layers under autocast runs in the autocast dtype, with
+    # gradients (layer by layer) and without (the one-call layers op).
+    gen = torch.Generator().manual_seed(123)
+    model = kernforge.nn.LLTMSequence(8, 16, 2, device=device).eval()
+    x = random((5, 3, 8), torch.float32, device, gen)
+    with torch.set_grad_enabled(grad), torch.autocast(device, dtype=torch.bfloat16):
+        out, (h_n, c_n) = model(x)
+    assert out.dtype == h_n.dtype == c_n.dtype == torch.bfloat16
+    params = [p.detach().to(torch.bfloat16).double() for p in model.parameters()]
+    want, _ = reference.lltm_sequence_layers(x.to(torch.bfloat16).double(), params[0::2], params[1::2])
+    close(out.double(), want, **TOL[torch.bfloat16])

@@ -555,6 +555,7 @@ def lltm_sequence(
 
 
 def _autocast(*tensors):
+    """The tensors (None stays None) in the autocast dtype of the first's device."""
     dtype = torch.get_autocast_dtype(tensors[0].device.type)
     return tuple(None if t is None else t.to(dtype) for t in tensors)
 
@@ -690,6 +691,9 @@ def lltm_sequence_layers(
             weights and biases of different counts.
     """
     weights, biases = list(weights), list(biases)
+    if torch._C._is_any_autocast_enabled() and torch.is_autocast_enabled(x.device.type):
+        x, h0, c0, *params = _autocast(x, h0, c0, *weights, *biases)
+        weights, biases = params[: len(weights)], params[len(weights) :]
     grad = torch.is_grad_enabled() and (
         x.requires_grad
         or any(w.requires_grad for w in weights)
