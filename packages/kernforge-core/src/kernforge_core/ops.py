@@ -580,16 +580,16 @@ def _lltm_sequence_call(x, weight, bias, h0, c0, batch_sizes):
 
 def _lltm_sequence_packed(x, weight, bias, h0, c0, sizes: list[int]):
     """lltm_sequence over packed data x [N, F] with batch_sizes `sizes`: h_n
-    is each sequence's output at its own last step."""
-    _checks.lltm_sequence(x, weight, bias, h0, c0, batch_sizes=sizes)
+    is each sequence's output at its own last step. The op checks the
+    arguments (and the fake kernel under tracing), as for fixed length."""
     if torch._C._is_any_autocast_enabled() and torch.is_autocast_enabled(x.device.type):
         x, weight, bias, h0, c0 = _autocast(x, weight, bias, h0, c0)
     output, c_n = _lltm_sequence_call(x, weight, bias, h0, c0, sizes)
-    last = index_on(x.device, _checks.last_rows(sizes))
+    last = _index_on(x.device, _checks.last_rows(sizes))
     return output, (output.index_select(0, last), c_n)
 
 
-def index_on(device: torch.device, values) -> Tensor:
+def _index_on(device: torch.device, values) -> Tensor:
     """An int64 index on `device`; on CUDA copied from pinned memory without
     waiting for the device (a copy from pageable memory synchronizes)."""
     index = torch.as_tensor(values, dtype=torch.int64)
