@@ -60,6 +60,12 @@ SIZES = [
     (3, 64, 5, 1024),
     (3, 256, 6, 128),
     (4, 300, 8, 64),
+    # one step of a few rows (a generated token): one matrix-vector kernel on
+    # CUDA, four values a load (B = 8, the most it takes) or one (F = 7);
+    # B = 9 takes the persistent kernels
+    (1, 8, 40, 648),
+    (1, 1, 7, 650),
+    (1, 9, 16, 24),
 ]
 
 

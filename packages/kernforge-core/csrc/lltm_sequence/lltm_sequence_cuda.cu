@@ -2,7 +2,9 @@
 // batch (float, half, bfloat16) the whole recurrence is one persistent kernel
 // per direction: one thread-block cluster for the smallest sequences
 // (lltm_sequence_cluster.cuh), else a cooperative grid
-// (lltm_sequence_persistent.cuh); otherwise cuBLAS GEMMs
+// (lltm_sequence_persistent.cuh); a single step of a few rows (a generated
+// token) is one matrix-vector kernel (lltm_sequence_token.cuh), of any
+// floating dtype; otherwise cuBLAS GEMMs
 // (torch's addmm into views, through the C shim) and, per step, one forward
 // gate kernel (below) or the cell's backward gate kernel
 // (lltm/lltm_cuda_gates.cuh). The backward's sums over all steps (d_W, d_b,
@@ -19,6 +21,7 @@
 #include "lltm_sequence/lltm_sequence_cluster.cuh"
 #include "lltm_sequence/lltm_sequence_grads.cuh"
 #include "lltm_sequence/lltm_sequence_math.h"
+#include "lltm_sequence/lltm_sequence_token.cuh"
 
 namespace kernforge {
 namespace {
@@ -132,6 +135,7 @@ struct CudaSequence {
 
   // Whether recurrence(r) multiplies x by W_x itself (the driver then makes no P).
   static bool projects_input(const SeqRecurrence& r) {
+    if (cuda_seq::token_fits(r.steps, r.batch)) return true;
     if (fusable(r) == 0) return false;
     const int blocks =
         cuda_seq::max_cluster<cuda_seq::cluster_forward_kernel<float, false>>(r.device);
@@ -152,6 +156,22 @@ struct CudaSequence {
   }
 
   static bool recurrence(const SeqRecurrence& r) {
+    if (cuda_seq::token_fits(r.steps, r.batch)) {
+      dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
+        using scalar_t = typename decltype(tag)::type;
+        using cell_t = typename cuda_seq::TokenArgs<scalar_t>::cell_t;
+        cuda_seq::launch_token(
+            cuda_seq::TokenArgs<scalar_t>{
+                static_cast<const scalar_t*>(r.x), static_cast<const scalar_t*>(r.bias),
+                static_cast<const scalar_t*>(r.W), static_cast<const scalar_t*>(r.h0),
+                static_cast<const cell_t*>(r.c0), static_cast<scalar_t*>(r.output),
+                static_cast<scalar_t*>(r.c_n), static_cast<scalar_t*>(r.h_n),
+                static_cast<scalar_t*>(r.gates), static_cast<cell_t*>(r.cells), r.ldw,
+                static_cast<int>(r.batch), static_cast<int>(r.state), static_cast<int>(r.features)},
+            r.device);
+      });
+      return true;
+    }
     bool ran = false;
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
