@@ -700,14 +700,17 @@ def test_coverage_table_reads_the_headers():
                  "THCudaLongTensor_nonzero", "THFloatTensor_histc", "THCudaTensor_cross",
                  "THIntTensor_cbitxor", "THCudaDoubleTensor_ltValueT", "THFloatTensor_lshift",
                  "THIntTensor_cpow", "THDoubleStorage_copyFloat", "THFloatVector_cadd",
-                 "THDoubleTensor_potrf", "THCudaTensor_gesv"):  # fmt: skip
+                 "THDoubleTensor_potrf", "THCudaTensor_gesv", "THFloatTensor_geev", "THCudaTensor_gels",
+                 "THDoubleTensor_pstrf", "THCudaDoubleTensor_btrifact", "THFloatTensor_multinomial",
+                 "THCudaHalfTensor_multinomialAliasDraw", "THCStream_new",
+                 "THCState_setCurrentStreamIndex"):  # fmt: skip
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
     missing = (
-        "THFloatTensor_geev",
-        "THFloatTensor_multinomial",
         "THFloatTensor_conv2Dmv",
-        "THCudaTensor_gels",
+        "THDiskFile_new",
+        "THFloatLapack_gesv",
+        "THFloatBlas_axpy",
     )
     for name in missing:
         assert how[name] is None, name
@@ -1418,6 +1421,64 @@ def test_normal_with_means_and_stddevs_per_element(logic):
     assert out.shape == means.shape and torch.isfinite(out).all() and not torch.equal(out, means)
 
 
+def _multinomial(logic, prob, n, replacement, which, seed, out_shape=(1,)):
+    out = torch.full(out_shape, -7, dtype=torch.int64)
+    J, q = torch.full((1,), -7, dtype=torch.int64), torch.full((1,), float("nan"), dtype=torch.float64)
+    assert logic.multinomial_op(out, J, q, prob, n, replacement, which, seed) == 1
+    return out, J, q
+
+
+@pytest.mark.parametrize("seed", [5, -1], ids=["generator", "torch"])
+def test_multinomial_draws_each_category_by_its_weight(logic, seed):
+    torch.manual_seed(0)
+    prob = torch.tensor([[0.0, 1.0, 2.0, 0.0, 3.0], [4.0, 0.0, 0.0, 1.0, 0.0]], dtype=torch.float64)
+    draws, _, _ = _multinomial(logic, prob, 2, False, 0, seed)  # without replacement
+    assert draws.shape == (2, 2)
+    assert set(draws[0].tolist()) <= {1, 2, 4} and len(set(draws[0].tolist())) == 2
+    assert sorted(draws[1].tolist()) == [0, 3]
+    many, _, _ = _multinomial(logic, prob[0], 30000, True, 0, seed)  # 1-D: [n_sample]
+    assert many.shape == (30000,)
+    freq = torch.bincount(many, minlength=5).double() / 30000
+    close(freq, prob[0] / prob[0].sum(), atol=0.015, rtol=0)
+    if seed >= 0:  # a THGenerator's seed gives the same draws
+        again, _, _ = _multinomial(logic, prob[0], 30000, True, 0, seed)
+        assert torch.equal(again, many)
+
+
+@pytest.mark.parametrize("seed", [6, -1], ids=["generator", "torch"])
+def test_alias_method_draws_each_category_by_its_weight(logic, seed):
+    torch.manual_seed(1)
+    prob = torch.tensor([0.5, 0.0, 2.0, 1.0, 0.5], dtype=torch.float64)
+    draws, J, q = _multinomial(logic, prob, 0, True, 1, seed, out_shape=(200, 150))
+    assert J.shape == (5,) and q.shape == (5,) and ((q >= 0) & (q <= 1)).all()
+    table = q / 5  # the table's distribution, from its slots
+    table = table.index_add(0, J, (1 - q) / 5)
+    close(table, prob / prob.sum())
+    freq = torch.bincount(draws.flatten(), minlength=5).double() / draws.numel()
+    close(freq, prob / prob.sum(), atol=0.015, rtol=0)
+
+
+def test_multinomial_bad_distributions_say_why(logic):
+    bad = torch.tensor([1.0, -1.0, 2.0], dtype=torch.float64)
+    with pytest.raises(
+        RuntimeError,
+        match=r"THDoubleTensor_multinomial: invalid multinomial distribution \(encountering probability "
+        r"entry < 0",
+    ):
+        _multinomial(logic, bad, 1, True, 0, 3)
+    with pytest.raises(
+        RuntimeError,
+        match=r"THDoubleTensor_multinomial: invalid multinomial distribution \(sum of probabilities <= 0\)",
+    ):
+        _multinomial(logic, torch.zeros(3, dtype=torch.float64), 1, True, 0, 3)
+    with pytest.raises(
+        RuntimeError,
+        match=r"THDoubleTensor_multinomial: cannot sample n_sample > prob_dist size\(0\) = 3 samples "
+        r"without replacement, got 4",
+    ):
+        _multinomial(logic, bad.abs(), 4, False, 0, 3)
+
+
 def test_expand_nd_broadcasts_every_tensor_to_one_shape(logic):
     a, b = _rand(3, 1, dtype=torch.float32, seed=55), _rand(4, dtype=torch.float32, seed=56)
     ra, rb = torch.empty(0), torch.empty(0)
@@ -1488,6 +1549,111 @@ def test_lapack_flags_are_checked(logic):
         _lapack(logic, 12, a, a)
 
 
+def _lapack_more(logic, which, b, a):
+    outs = [torch.full((1,), float("nan"), dtype=torch.float64) for _ in range(3)]
+    piv = torch.full((1,), -7, dtype=torch.int32)
+    assert logic.lapack_more(*outs, b, a, piv, which) == 1
+    return (*outs, piv)
+
+
+def test_gels_solves_least_squares_as_lapack_left_it(logic):
+    gen = torch.Generator().manual_seed(61)
+    a = torch.randn(6, 3, generator=gen, dtype=torch.float64)
+    b = torch.randn(6, 2, generator=gen, dtype=torch.float64)
+    rb, ra, _, _ = _lapack_more(logic, 0, b, a)
+    x = torch.linalg.lstsq(a, b).solution
+    assert rb.shape == (6, 2)  # max(m, n) rows: the solution, then Q^T b's rest
+    close(rb[:3], x)
+    close((rb[3:] ** 2).sum(0), ((a @ x - b) ** 2).sum(0))  # each column's residual
+    close(ra, torch.geqrf(a).a)
+    wide = a.T.contiguous()  # 3 x 6: the minimal-norm solution
+    rb, _, _, _ = _lapack_more(logic, 0, b[:3].contiguous(), wide)
+    close(rb, torch.linalg.pinv(wide) @ b[:3])
+    with pytest.raises(RuntimeError, match=r"THDoubleTensor_gels: b must have a's 6 rows, got \[5 x 2\]"):
+        _lapack_more(logic, 0, b[:5].contiguous(), a)
+
+
+def test_geev_packs_complex_eigenvectors_as_lapack(logic):
+    gen = torch.Generator().manual_seed(62)
+    a = torch.randn(5, 5, generator=gen, dtype=torch.float64)
+    values = torch.linalg.eigvals(a)
+    assert (values.imag != 0).any()  # a pair to pack
+    re, rv, _, _ = _lapack_more(logic, 1, a, a)
+    assert re.shape == (5, 2)
+    close(torch.complex(re[:, 0], re[:, 1]), values)
+    j = 0
+    while j < 5:  # each real vector, and each pair from its two columns
+        lam = torch.complex(re[j, 0], re[j, 1])
+        v = rv[:, j].to(torch.complex128) if re[j, 1] == 0 else torch.complex(rv[:, j], rv[:, j + 1])
+        close(a.to(torch.complex128) @ v, lam * v)
+        close(torch.linalg.vector_norm(v), torch.tensor(1.0, dtype=torch.float64))
+        j += 1 if re[j, 1] == 0 else 2
+    before = torch.full((1,), float("nan"), dtype=torch.float64)
+    outs = [torch.empty(0, dtype=torch.float64), before]
+    assert logic.lapack_more(*outs, before.clone(), a, a, torch.empty(0, dtype=torch.int32), 2) == 1
+    close(torch.complex(outs[0][:, 0], outs[0][:, 1]), values)
+    assert outs[1].isnan().all() and outs[1].shape == (1,)  # jobvr "N": rv untouched
+
+
+def test_gesvd2_geqrf_orgqr_ormqr(logic):
+    gen = torch.Generator().manual_seed(63)
+    a = torch.randn(5, 3, generator=gen, dtype=torch.float64)
+    b = torch.randn(5, 2, generator=gen, dtype=torch.float64)
+    copy = torch.empty(0, dtype=torch.float64)
+    u, s, v, _ = _lapack_more(logic, 3, copy, a)
+    close(u @ torch.diag(s) @ v.T, a)
+    assert torch.equal(copy, a)
+    qr, _, q, _ = _lapack_more(logic, 4, b, a)
+    close(q @ torch.triu(qr[:3]), a)
+    close(q.T @ q, torch.eye(3, dtype=torch.float64))
+    _, _, qtb, _ = _lapack_more(logic, 5, b, a)
+    close(qtb, torch.ormqr(*torch.geqrf(a), b, left=True, transpose=True))
+    with pytest.raises(RuntimeError, match=r'THDoubleTensor_ormqr: side must be one of "LR", got "X"'):
+        _lapack_more(logic, 9, b, a)
+
+
+@pytest.mark.parametrize("which, upper", [(6, True), (7, False)])
+def test_pstrf_pivots_the_largest_diagonal_first(logic, which, upper):
+    gen = torch.Generator().manual_seed(64)
+    m = torch.randn(5, 5, generator=gen, dtype=torch.float64)
+    spd = m @ m.T + 0.1 * torch.eye(5, dtype=torch.float64)
+    spd[3, 3] += 50  # pivoted first
+    f, _, _, piv = _lapack_more(logic, which, spd, spd)
+    p = piv.long() - 1  # 1-based, as LAPACK's
+    assert p[0] == 3 and sorted(p.tolist()) == list(range(5))
+    if upper:
+        assert torch.equal(f, torch.triu(f))
+        close(f.T @ f, spd[p][:, p])
+    else:
+        assert torch.equal(f, torch.tril(f))
+        close(f @ f.T, spd[p][:, p])
+    rank2 = m[:, :2] @ m[:, :2].T
+    with pytest.raises(
+        RuntimeError,
+        match=r"THDoubleTensor_pstrf: matrix is rank deficient or not positive semidefinite \(rank 2 of 5\)",
+    ):
+        _lapack_more(logic, which, rank2, rank2)
+
+
+def test_btrifact_and_btrisolve_solve_a_batch(logic):
+    gen = torch.Generator().manual_seed(65)
+    a = torch.randn(3, 4, 4, generator=gen, dtype=torch.float64)
+    b = torch.randn(3, 4, 2, generator=gen, dtype=torch.float64)
+    lu, x, _, piv = _lapack_more(logic, 8, b, a)
+    ref = torch.linalg.lu_factor(a)
+    close(lu, ref.LU)
+    assert torch.equal(piv, ref.pivots)  # 1-based, as LAPACK's getrf
+    close(x, torch.linalg.solve(a, b))
+    _, x, _, _ = _lapack_more(logic, 8, b[:, :, 0].contiguous(), a)  # b [B, n]: one right-hand side each
+    close(x, torch.linalg.solve(a, b[:, :, :1]).squeeze(2))
+    singular = a.clone()
+    singular[1] = 0
+    with pytest.raises(
+        RuntimeError, match=r"THDoubleTensor_btrifact: failed to factorize batch element 1 \(info == 1\)"
+    ):
+        _lapack_more(logic, 8, b, singular)
+
+
 # -- the same families' THC forms --------------------------------------------------------
 
 
@@ -1524,6 +1690,65 @@ def test_thc_comparisons_shifts_cross_histc_random_and_lapack(logic_cuda):
     u = run(7, spd, b)
     close(u.T @ u, spd, rtol=1e-4, atol=1e-4)
     close(run(8, spd, b) @ spd, torch.eye(3, device="cuda"), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_thc_gels_geev_btrifact_btrisolve(logic_cuda):
+    gen = torch.Generator().manual_seed(66)
+
+    def run(which, b, a):
+        outs = [torch.full((1,), float("nan"), dtype=torch.float64, device="cuda") for _ in range(2)]
+        piv = torch.full((1,), -7, dtype=torch.int32, device="cuda")
+        assert logic_cuda.cuda_lapack_more(*outs, b.cuda(), a.cuda(), piv, which) == 1
+        return [t.cpu() for t in (*outs, piv)]
+
+    a = torch.randn(6, 3, generator=gen, dtype=torch.float64)
+    b = torch.randn(6, 2, generator=gen, dtype=torch.float64)
+    rb, ra, _ = run(0, b, a)
+    close(rb[:3], torch.linalg.lstsq(a, b).solution)
+    close(ra, torch.geqrf(a).a)
+    sq = torch.randn(4, 4, generator=gen, dtype=torch.float64)
+    re, rv, _ = run(1, sq, sq)
+    close(torch.complex(re[:, 0], re[:, 1]), torch.linalg.eigvals(sq))
+    if (re[:, 1] == 0).all():
+        close(sq @ rv, rv * re[:, 0])
+    batch = torch.randn(2, 4, 4, generator=gen, dtype=torch.float64)
+    rhs = torch.randn(2, 4, 3, generator=gen, dtype=torch.float64)
+    lu, x, _ = run(2, rhs, batch)
+    close(lu, torch.linalg.lu_factor(batch).LU)
+    close(x, torch.linalg.solve(batch, rhs))
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+@pytest.mark.parametrize("which", [0, 1], ids=["multinomial", "alias"])
+def test_thc_multinomial_draws_each_category_by_its_weight(logic_cuda, which):
+    torch.manual_seed(2)
+    prob = torch.tensor([0.5, 0.0, 2.0, 1.0, 0.5], dtype=torch.float64, device="cuda")
+    out = torch.full((200, 150) if which else (1,), -7, dtype=torch.int64, device="cuda")
+    J = torch.full((1,), -7, dtype=torch.int64, device="cuda")
+    q = torch.full((1,), float("nan"), dtype=torch.float64, device="cuda")
+    assert logic_cuda.cuda_multinomial(out, J, q, prob, 30000, which) == 1
+    freq = torch.bincount(out.flatten().cpu(), minlength=5).double() / out.numel()
+    close(freq, (prob / prob.sum()).cpu(), atol=0.015, rtol=0)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_thc_streams_of_ones_own_and_reserved(logic_cuda):
+    a = torch.randn(64, 33, generator=torch.Generator().manual_seed(67)).cuda()
+    r = torch.full((1,), float("nan"), device="cuda")
+    before = torch.cuda.current_stream()
+    assert logic_cuda.cuda_streams(r, a, 0) == 1
+    torch.cuda.synchronize()
+    assert torch.equal(r, a * 2)
+    assert torch.cuda.current_stream() == before  # index 0: torch's stream again
+    with pytest.raises(
+        RuntimeError,
+        match=r"THCState_setCurrentStreamIndex: 3 is not a valid stream, valid range is: \(0, 2\)",
+    ):
+        logic_cuda.cuda_streams(r, a, 1)
 
 
 @pytest.mark.cuda

@@ -33,11 +33,193 @@ cublasHandle_t blas_handle(int device) {
   return blas_handles.emplace(device, h).first->second;
 }
 
+// THC's streams. The default stream of each device (stream NULL), never
+// freed; the streams THCState_reserveStreams asked for (indices 1..n), made
+// on first use per device and kept for the process; and per thread and
+// device, the stream THCState_setStream made current with torch's stream
+// guard (retained while current), never destroyed at exit (the CUDA context
+// may be gone by then).
+std::mutex stream_mutex;
+std::unordered_map<int, THCStream> default_streams;  // nodes: their addresses stay
+int reserved_streams = 0;
+unsigned int reserved_flags = cudaStreamDefault;
+std::unordered_map<int, std::vector<THCStream*>> user_streams;
+
+struct CurrentStream {
+  THCStream* stream = nullptr;
+  CUDAStreamGuardHandle guard = nullptr;
+};
+thread_local std::unordered_map<int, CurrentStream>* current_streams =
+    new std::unordered_map<int, CurrentStream>();
+
+int current_device(const char* fn) {
+  int32_t device;
+  check(aoti_torch_get_current_device_index(&device), fn);
+  return device;
+}
+
+void check_device(int device, const char* fn) {
+  int count = 0;
+  kfl_thc_check(cudaGetDeviceCount(&count), __FILE__, __LINE__);
+  if (device < 0 || device >= count)
+    throw std::runtime_error(std::string(fn) + ": " + std::to_string(device) +
+                             " is not a device (there are " + std::to_string(count) + ")");
+}
+
+THCStream* default_stream(int device) {
+  std::lock_guard<std::mutex> lock(stream_mutex);
+  auto found = default_streams.find(device);
+  if (found == default_streams.end())
+    found = default_streams.emplace(device, THCStream{nullptr, device, 1}).first;
+  return &found->second;
+}
+
+// A new stream on `device` (made current for the call when it is not)
+THCStream* new_stream(int device, unsigned int flags, int priority, bool with_priority,
+                      const char* fn) {
+  int current;
+  kfl_thc_check(cudaGetDevice(&current), __FILE__, __LINE__);
+  if (current != device) kfl_thc_check(cudaSetDevice(device), __FILE__, __LINE__);
+  cudaStream_t s = nullptr;
+  const cudaError_t err = with_priority ? cudaStreamCreateWithPriority(&s, flags, priority)
+                                        : cudaStreamCreateWithFlags(&s, flags);
+  if (current != device) kfl_thc_check(cudaSetDevice(current), __FILE__, __LINE__);
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string(fn) + ": " + cudaGetErrorName(err) + ": " +
+                             cudaGetErrorString(err));
+  return new THCStream{s, device, 1};
+}
+
+// The reserved stream `index` (1..n) of `device`, made on first use
+THCStream* reserved_stream(int device, int index, const char* fn) {
+  check_device(device, fn);
+  std::unique_lock<std::mutex> lock(stream_mutex);
+  if (index < 0 || index > reserved_streams)
+    throw std::runtime_error(std::string(fn) + ": " + std::to_string(index) +
+                             " is not a valid stream, valid range is: (0, " +
+                             std::to_string(reserved_streams) + ")");
+  if (index == 0) {
+    lock.unlock();
+    return default_stream(device);
+  }
+  std::vector<THCStream*>& streams = user_streams[device];
+  while (static_cast<int>(streams.size()) < index)
+    streams.push_back(new_stream(device, reserved_flags, 0, false, fn));
+  return streams[index - 1];
+}
+
+// s (NULL: torch's stream from before) made current on `device` for this thread
+void make_current(int device, THCStream* s, const char* fn) {
+  CurrentStream& cur = (*current_streams)[device];
+  if (s != nullptr && s->stream != nullptr) {
+    CUDAStreamGuardHandle guard = nullptr;
+    if (cur.guard != nullptr) check(aoti_torch_delete_cuda_stream_guard(cur.guard), fn);
+    cur.guard = nullptr;
+    check(aoti_torch_create_cuda_stream_guard(s->stream, device, &guard), fn);
+    THCStream_retain(s);
+    THCStream_free(cur.stream);
+    cur = {s, guard};
+    return;
+  }
+  if (cur.guard != nullptr) check(aoti_torch_delete_cuda_stream_guard(cur.guard), fn);
+  THCStream_free(cur.stream);
+  cur = {};
+}
+
 }  // namespace
 
 extern "C" {
 
 THCState* state = &the_state;
+
+THCStream* THCStream_new(int flags) {
+  return new_stream(current_device("THCStream_new"), static_cast<unsigned int>(flags), 0, false,
+                    "THCStream_new");
+}
+
+THCStream* THCStream_newWithPriority(int flags, int priority) {
+  return new_stream(current_device("THCStream_newWithPriority"), static_cast<unsigned int>(flags),
+                    priority, true, "THCStream_newWithPriority");
+}
+
+THCStream* THCStream_defaultStream(int device) {
+  check_device(device, "THCStream_defaultStream");
+  return default_stream(device);
+}
+
+void THCStream_retain(THCStream* self) {
+  need("THCStream_retain", {{self, 1, "self", "THCStream*"}});
+  if (self->stream != nullptr) __atomic_add_fetch(&self->refcount, 1, __ATOMIC_RELAXED);
+}
+
+void THCStream_free(THCStream* self) {
+  if (self == nullptr || self->stream == nullptr) return;  // NULL, or a default stream
+  if (__atomic_sub_fetch(&self->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
+    cudaStreamDestroy(self->stream);
+    delete self;
+  }
+}
+
+THCStream* THCState_getStream(THCState*) {
+  const int device = current_device("THCState_getStream");
+  const auto found = current_streams->find(device);
+  if (found != current_streams->end() && found->second.stream != nullptr) {
+    void* torch_stream;
+    check(aoti_torch_get_current_cuda_stream(device, &torch_stream), "THCState_getStream");
+    if (torch_stream == found->second.stream->stream) return found->second.stream;
+  }
+  return default_stream(device);
+}
+
+void THCState_setStream(THCState*, THCStream* stream) {
+  const char* fn = "THCState_setStream";
+  const int device = current_device(fn);
+  if (stream != nullptr && stream->stream != nullptr && stream->device != device)
+    throw std::runtime_error(std::string(fn) + ": the stream is on device " +
+                             std::to_string(stream->device) + ", the current device is " +
+                             std::to_string(device));
+  make_current(device, stream, fn);
+}
+
+void THCState_reserveStreams(THCState*, int numStreams, int nonBlocking) {
+  if (numStreams < 0)
+    throw std::runtime_error("THCState_reserveStreams: numStreams must be >= 0, got " +
+                             std::to_string(numStreams));
+  std::lock_guard<std::mutex> lock(stream_mutex);
+  if (numStreams <= reserved_streams) return;
+  reserved_streams = numStreams;
+  reserved_flags = nonBlocking ? cudaStreamNonBlocking : cudaStreamDefault;
+}
+
+int THCState_getNumStreams(THCState*) {
+  std::lock_guard<std::mutex> lock(stream_mutex);
+  return reserved_streams;
+}
+
+cudaStream_t THCState_getDeviceStream(THCState*, int device, int stream) {
+  return reserved_stream(device, stream, "THCState_getDeviceStream")->stream;
+}
+
+int THCState_getCurrentStreamIndex(THCState*) {
+  const int device = current_device("THCState_getCurrentStreamIndex");
+  void* torch_stream;
+  check(aoti_torch_get_current_cuda_stream(device, &torch_stream),
+        "THCState_getCurrentStreamIndex");
+  if (torch_stream == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(stream_mutex);
+  const std::vector<THCStream*>& streams = user_streams[device];
+  for (size_t i = 0; i < streams.size(); ++i)
+    if (streams[i]->stream == torch_stream) return static_cast<int>(i) + 1;
+  return -1;
+}
+
+// The current device's only (THC set every device's): torch's stream guard
+// makes its stream's device current.
+void THCState_setCurrentStreamIndex(THCState*, int stream) {
+  const char* fn = "THCState_setCurrentStreamIndex";
+  const int device = current_device(fn);
+  make_current(device, reserved_stream(device, stream, fn), fn);
+}
 
 cudaStream_t THCState_getCurrentStream(THCState*) {
   int32_t device;

@@ -411,6 +411,12 @@ Tensor scalar_like(const Tensor& like, Real v) {
   return device == aoti_torch_device_type_cuda();
 }
 
+[[maybe_unused]] inline int32_t dtype_of(const Tensor& t) {
+  int32_t dtype;
+  check(aoti_torch_get_dtype(t.get(), &dtype), "dtype");
+  return dtype;
+}
+
 // r := value, resized as TH did, when value is a new tensor
 inline void assign(const void* r, const Tensor& value, const char* fn) {
   resize(const_cast<void*>(r), sizes(value), fn);

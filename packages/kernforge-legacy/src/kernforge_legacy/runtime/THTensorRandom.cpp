@@ -1,5 +1,173 @@
 // TH's random numbers (THRandom.h, THTensorRandom.h) and THC's.
+#include <algorithm>
+#include <cmath>
+
 #include "THRuntime.h"
+
+namespace {
+
+// prob (1-D: one distribution; 2-D: one a row) as [rows, categories] float64
+// on the host, each row checked as TH checked it
+Tensor distributions(const Tensor& prob, int n_sample, bool replacement, const char* fn) {
+  const std::vector<int64_t> shape = sizes(prob);
+  if (shape.size() != 1 && shape.size() != 2)
+    throw std::runtime_error(std::string(fn) + ": prob_dist must be 1 or 2 dim, got " +
+                             describe(shape).str);
+  const int64_t rows = shape.size() == 2 ? shape[0] : 1, k = shape.back();
+  if (n_sample <= 0)
+    throw std::runtime_error(std::string(fn) + ": cannot sample n_sample <= 0 samples, got " +
+                             std::to_string(n_sample));
+  if (!replacement && n_sample > k)
+    throw std::runtime_error(std::string(fn) + ": cannot sample n_sample > prob_dist size(" +
+                             std::to_string(shape.size() - 1) + ") = " + std::to_string(k) +
+                             " samples without replacement, got " + std::to_string(n_sample));
+  Tensor host = empty({rows, k}, aoti_torch_dtype_float64(), false, fn);
+  torch::stable::copy_(host, torch::stable::reshape(prob, {rows, k}));
+  const double* p = static_cast<const double*>(host.data_ptr());
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int64_t c = 0; c < k; ++c) {
+      const double v = p[r * k + c];
+      if (!(v >= 0) || std::isinf(v))
+        throw std::runtime_error(std::string(fn) +
+                                 ": invalid multinomial distribution (encountering probability "
+                                 "entry < 0, inf or nan) in row " +
+                                 std::to_string(r));
+      sum += v;
+    }
+    if (!(sum > 0))
+      throw std::runtime_error(std::string(fn) +
+                               ": invalid multinomial distribution (sum of probabilities <= 0) "
+                               "in row " +
+                               std::to_string(r));
+  }
+  return host;
+}
+
+// TH's multinomial: n_sample category indices (0-based) a distribution, into
+// self [rows, n_sample] ([n_sample] for a 1-D prob). From gen: each draw one
+// uniform number, found in the row's cumulative distribution (without
+// replacement: of the categories not drawn yet); gen NULL: torch's
+// multinomial, with torch's generator of prob's device.
+void multinomial_into(const void* self, THGenerator* gen, const Tensor& prob, int n_sample,
+                      bool replacement, const char* fn) {
+  const Tensor host = distributions(prob, n_sample, replacement, fn);
+  const bool one = prob.dim() == 1;
+  if (gen == nullptr) {
+    assign(self,
+           aten("aten::multinomial", "", fn, prob, int64_t{n_sample}, replacement, std::nullopt),
+           fn);
+    return;
+  }
+  const int64_t rows = sizes(host)[0], k = sizes(host)[1];
+  Tensor out = empty({rows, n_sample}, aoti_torch_dtype_int64(), false, fn);
+  auto* o = static_cast<int64_t*>(out.data_ptr());
+  const double* p = static_cast<const double*>(host.data_ptr());
+  std::vector<double> weight(k), cum(k);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy(p + r * k, p + (r + 1) * k, weight.begin());
+    for (int s = 0; s < n_sample; ++s) {
+      double total = 0;
+      for (int64_t c = 0; c < k; ++c) cum[c] = total += weight[c];
+      const double u = uniform01(gen) * total;
+      // the first category whose cumulative weight passes u (one of weight > 0)
+      int64_t c = std::upper_bound(cum.begin(), cum.end(), u) - cum.begin();
+      if (c == k)  // u rounded up to the total: the last category of weight > 0
+        for (c = k - 1; weight[c] == 0;) --c;
+      o[r * n_sample + s] = c;
+      if (!replacement) weight[c] = 0;
+    }
+  }
+  assign(self, one ? torch::stable::reshape(out, {n_sample}) : out, fn);
+}
+
+// Walker's alias table of the distribution probs (K categories): q[k] the
+// chance that a draw of slot k keeps k, J[k] (0-based) the category it takes
+// otherwise; q of probs' type and device, J int64.
+void alias_setup(const Tensor& probs, const void* J, const void* q, const char* fn) {
+  const Tensor host = distributions(torch::stable::reshape(probs, {-1}), 1, true, fn);
+  const int64_t k = sizes(host)[1];
+  const double* p = static_cast<const double*>(host.data_ptr());
+  double sum = 0;
+  for (int64_t c = 0; c < k; ++c) sum += p[c];
+  Tensor qt = empty({k}, aoti_torch_dtype_float64(), false, fn);
+  Tensor jt = empty({k}, aoti_torch_dtype_int64(), false, fn);
+  auto* qv = static_cast<double*>(qt.data_ptr());
+  auto* jv = static_cast<int64_t*>(jt.data_ptr());
+  std::vector<int64_t> small, large;
+  for (int64_t c = 0; c < k; ++c) {
+    qv[c] = p[c] * k / sum;
+    jv[c] = c;
+    (qv[c] < 1 ? small : large).push_back(c);
+  }
+  while (!small.empty() && !large.empty()) {
+    const int64_t s = small.back(), l = large.back();
+    small.pop_back();
+    jv[s] = l;  // slot s: s with chance q[s], else l
+    qv[l] -= 1 - qv[s];
+    if (qv[l] < 1) {
+      large.pop_back();
+      small.push_back(l);
+    }
+  }
+  for (int64_t c : small) qv[c] = 1;  // what rounding left
+  for (int64_t c : large) qv[c] = 1;
+  Tensor q_out = empty({k}, dtype_of(probs), is_cuda(probs), fn);
+  torch::stable::copy_(q_out, qt);
+  Tensor j_out = empty({k}, aoti_torch_dtype_int64(), is_cuda(probs), fn);
+  torch::stable::copy_(j_out, jt);
+  assign(q, q_out, fn);
+  assign(J, j_out, fn);
+}
+
+// self's elements drawn from the alias table (J, q): slot k uniform, kept
+// with chance q[k], else J[k]. From gen: two uniform numbers a draw; gen
+// NULL: torch's multinomial over the table's distribution, with torch's
+// generator of q's device.
+void alias_draw(const void* self, THGenerator* gen, const Tensor& J, const Tensor& q,
+                const char* fn) {
+  if (J.dim() != 1 || q.dim() != 1 || sizes(J)[0] != sizes(q)[0] || sizes(q)[0] == 0)
+    throw std::runtime_error(std::string(fn) +
+                             ": J and q must be one alias table (1-D, of one "
+                             "nonzero size), got J " +
+                             describe(sizes(J)).str + " and q " + describe(sizes(q)).str);
+  const int64_t k = sizes(q)[0];
+  Tensor qh = empty({k}, aoti_torch_dtype_float64(), false, fn);
+  torch::stable::copy_(qh, q);
+  Tensor jh = empty({k}, aoti_torch_dtype_int64(), false, fn);
+  torch::stable::copy_(jh, J);
+  const double* qv = static_cast<const double*>(qh.data_ptr());
+  const int64_t* jv = static_cast<const int64_t*>(jh.data_ptr());
+  for (int64_t c = 0; c < k; ++c)
+    if (jv[c] < 0 || jv[c] >= k || !(qv[c] >= 0 && qv[c] <= 1))
+      throw std::runtime_error(std::string(fn) + ": J and q are not an alias table (slot " +
+                               std::to_string(c) + ": J " + std::to_string(jv[c]) + ", q " +
+                               std::to_string(qv[c]) + ")");
+  const int64_t n = numel(self);
+  if (gen != nullptr) {
+    fill_drawn(self, [&] {
+      const int64_t slot = std::min<int64_t>(static_cast<int64_t>(uniform01(gen) * k), k - 1);
+      return static_cast<double>(uniform01(gen) < qv[slot] ? slot : jv[slot]);
+    });
+    return;
+  }
+  // the table's distribution: slot c gives c with chance q[c] / K, J[c] with (1 - q[c]) / K
+  Tensor p = empty({k}, aoti_torch_dtype_float64(), false, fn);
+  auto* pv = static_cast<double*>(p.data_ptr());
+  std::fill(pv, pv + k, 0.0);
+  for (int64_t c = 0; c < k; ++c) {
+    pv[c] += qv[c] / k;
+    pv[jv[c]] += (1 - qv[c]) / k;
+  }
+  if (n == 0) return;
+  Tensor on_device = empty({k}, aoti_torch_dtype_float64(), is_cuda(q), fn);
+  torch::stable::copy_(on_device, p);
+  const Tensor drawn = aten("aten::multinomial", "", fn, on_device, n, true, std::nullopt);
+  Tensor out = borrow(self);
+  torch::stable::copy_(out, torch::stable::reshape(drawn, sizes(self)));
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -211,6 +379,27 @@ TH_FORALL_CPU_TENSORS(KFL_DEFINE_RANDOM_API)
 TH_FORALL_CPU_TENSORS(KFL_DEFINE_MORE_RANDOM_API)
 TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_NORMAL_EACH_API)
 TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_FLOAT_RANDOM_API)
+// TH's multinomial and its alias method, of float and double
+#define KFL_DEFINE_MULTINOMIAL_API(T)                                                              \
+  void T##_multinomial(THLongTensor* self, THGenerator* gen, T* prob_dist, int n_sample,           \
+                       int with_replacement) {                                                     \
+    const char* fn = #T "_multinomial";                                                            \
+    need(fn, {{self, 1, "self", "THLongTensor*"}, {prob_dist, 3, "prob_dist", #T "*"}});           \
+    multinomial_into(self, gen, borrow(prob_dist), n_sample, with_replacement != 0, fn);           \
+  }                                                                                                \
+  void T##_multinomialAliasSetup(T* probs, THLongTensor* J, T* q) {                                \
+    const char* fn = #T "_multinomialAliasSetup";                                                  \
+    need(fn, {{probs, 1, "probs", #T "*"}, {J, 2, "J", "THLongTensor*"}, {q, 3, "q", #T "*"}});    \
+    alias_setup(borrow(probs), J, q, fn);                                                          \
+  }                                                                                                \
+  void T##_multinomialAliasDraw(THLongTensor* self, THGenerator* gen, THLongTensor* J, T* q) {     \
+    const char* fn = #T "_multinomialAliasDraw";                                                   \
+    need(fn,                                                                                       \
+         {{self, 1, "self", "THLongTensor*"}, {J, 3, "J", "THLongTensor*"}, {q, 4, "q", #T "*"}}); \
+    alias_draw(self, gen, borrow(J), borrow(q), fn);                                               \
+  }
+KFL_DEFINE_MULTINOMIAL_API(THFloatTensor)
+KFL_DEFINE_MULTINOMIAL_API(THDoubleTensor)
 
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
 // THC's random numbers: torch's CUDA generator, THC's parameters
@@ -291,6 +480,28 @@ TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_NORMAL_EACH)
     torch_drawn(r, "aten::normal_", "", #T "_randn", 0.0, 1.0);                    \
   }
 TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_FLOAT_RANDOM)
+// THC's multinomial and alias method: torch's CUDA generator
+#define KFL_DEFINE_CUDA_MULTINOMIAL(T, S, real, dtype)                                          \
+  void T##_multinomial(THCState*, THCudaLongTensor* self, T* prob_dist, int n_sample,           \
+                       int with_replacement) {                                                  \
+    const char* fn = #T "_multinomial";                                                         \
+    need(fn, {{self, 1, "self", "THCudaLongTensor*"}, {prob_dist, 2, "prob_dist", #T "*"}});    \
+    multinomial_into(self, nullptr, borrow(prob_dist), n_sample, with_replacement != 0, fn);    \
+  }                                                                                             \
+  void T##_multinomialAliasSetup(THCState*, T* probs, THCudaLongTensor* J, T* q) {              \
+    const char* fn = #T "_multinomialAliasSetup";                                               \
+    need(fn,                                                                                    \
+         {{probs, 1, "probs", #T "*"}, {J, 2, "J", "THCudaLongTensor*"}, {q, 3, "q", #T "*"}}); \
+    alias_setup(borrow(probs), J, q, fn);                                                       \
+  }                                                                                             \
+  void T##_multinomialAliasDraw(THCState*, THCudaLongTensor* self, THCudaLongTensor* J, T* q) { \
+    const char* fn = #T "_multinomialAliasDraw";                                                \
+    need(fn, {{self, 1, "self", "THCudaLongTensor*"},                                           \
+              {J, 2, "J", "THCudaLongTensor*"},                                                 \
+              {q, 3, "q", #T "*"}});                                                            \
+    alias_draw(self, nullptr, borrow(J), borrow(q), fn);                                        \
+  }
+TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_MULTINOMIAL)
 #endif
 
 }  // extern "C"

@@ -579,8 +579,20 @@ TH_FORALL_CPU_INT_TENSORS(TH_CPU_INT_MATH_API)
  * of U, "S": the reduced one); getri(ra, a) a's inverse; potrf(ra, a, uplo) its
  * Cholesky factor (uplo "U": a = ra^T ra, "L": a = ra ra^T), potrs(rb, b, a,
  * uplo) solves with that factor, potri(ra, a, uplo) inverts with it; qr(rq, rr,
- * a) the reduced QR. The outputs are resized as TH did; the flags are strings
- * whose first letter counts, NULL or another letter an error. */
+ * a) the reduced QR; gels(rb, ra, b, a) the least-squares solution of a x = b
+ * (a of full rank; rb has max(m, n) rows, the solution in the first n, and ra
+ * a's QR or LQ factors, as LAPACK left them); geev(re, rv, a, jobvr) a's
+ * eigenvalues as [n, 2] (real, imaginary) and (jobvr "V") eigenvectors in
+ * LAPACK's packing (a complex pair as two columns, real and imaginary part);
+ * gesvd2(ru, rs, rv, ra, a, jobu) gesvd, with ra a copy of a. TH's alone:
+ * geqrf(ra, rtau, a), orgqr(ra, a, tau) and ormqr(ra, a, tau, c, side, trans),
+ * LAPACK's Householder QR in parts; pstrf(ra, rpiv, a, uplo, tol) Cholesky with
+ * complete pivoting (1-based pivots; rank deficient is an error). TH's and
+ * THC's: btrifact(ra, rpivots, rinfo, a) the LU factors of a batch [B, n, n]
+ * (1-based pivots; rinfo NULL: a singular matrix is an error) and
+ * btrisolve(rb, b, atf, pivots) solves with them. The outputs are resized as
+ * TH did; the flags are strings whose first letter counts, NULL or another
+ * letter an error. */
 #define TH_TENSOR_LAPACK_API(T, ...)                                                        \
   void T##_gesv(__VA_ARGS__ T* rb, T* ra, T* b, T* a);                                      \
   void T##_trtrs(__VA_ARGS__ T* rb, T* ra, T* b, T* a, const char* uplo, const char* trans, \
@@ -591,9 +603,23 @@ TH_FORALL_CPU_INT_TENSORS(TH_CPU_INT_MATH_API)
   void T##_potrf(__VA_ARGS__ T* ra, T* a, const char* uplo);                                \
   void T##_potrs(__VA_ARGS__ T* rb, T* b, T* a, const char* uplo);                          \
   void T##_potri(__VA_ARGS__ T* ra, T* a, const char* uplo);                                \
-  void T##_qr(__VA_ARGS__ T* rq, T* rr, T* a);
+  void T##_qr(__VA_ARGS__ T* rq, T* rr, T* a);                                              \
+  void T##_gels(__VA_ARGS__ T* rb, T* ra, T* b, T* a);                                      \
+  void T##_geev(__VA_ARGS__ T* re, T* rv, T* a, const char* jobvr);                         \
+  void T##_gesvd2(__VA_ARGS__ T* ru, T* rs, T* rv, T* ra, T* a, const char* jobu);
+#define TH_TENSOR_BATCH_LU_API(T, I, ...)                           \
+  void T##_btrifact(__VA_ARGS__ T* ra, I* rpivots, I* rinfo, T* a); \
+  void T##_btrisolve(__VA_ARGS__ T* rb, T* b, T* atf, I* pivots);
+#define TH_TENSOR_TH_LAPACK_API(T, real)                                          \
+  void T##_geqrf(T* ra, T* rtau, T* a);                                           \
+  void T##_orgqr(T* ra, T* a, T* tau);                                            \
+  void T##_ormqr(T* ra, T* a, T* tau, T* c, const char* side, const char* trans); \
+  void T##_pstrf(T* ra, THIntTensor* rpiv, T* a, const char* uplo, real tol);     \
+  TH_TENSOR_BATCH_LU_API(T, THIntTensor, )
 TH_TENSOR_LAPACK_API(THFloatTensor, )
 TH_TENSOR_LAPACK_API(THDoubleTensor, )
+TH_TENSOR_TH_LAPACK_API(THFloatTensor, float)
+TH_TENSOR_TH_LAPACK_API(THDoubleTensor, double)
 #define TH_CPU_FLOAT_MATH_API(T, S, real, dtype) \
   TH_TENSOR_ARITH_API(T, real, double, )         \
   TH_TENSOR_FLOAT_MATH_API(T, real, )
@@ -655,6 +681,23 @@ int THRandom_bernoulli(THGenerator* gen, double p);
   void T##_normal_means_stddevs(T* self, THGenerator* gen, T* means, T* stddevs);
 TH_FORALL_CPU_TENSORS(TH_TENSOR_RANDOM_API)
 TH_FORALL_CPU_FLOAT_TENSORS(TH_TENSOR_FLOAT_RANDOM_API)
+/* multinomial(self, gen, prob_dist, n_sample, with_replacement): n_sample
+ * category indices (0-based) for each distribution of prob_dist (1-D: one,
+ * self [n_sample]; 2-D: one a row, self [rows, n_sample]); each row
+ * nonnegative with a positive sum, not normalized. multinomialAliasSetup(probs,
+ * J, q) makes Walker's alias table of probs (J 0-based), and
+ * multinomialAliasDraw(self, gen, J, q) fills self with draws from it. With a
+ * NULL gen the draws come from torch's generator; with a THGenerator, from
+ * its numbers (one a draw for multinomial, two for the alias method). */
+#define TH_TENSOR_MULTINOMIAL_API(T)                                                            \
+  void T##_multinomial(struct THLongTensor* self, THGenerator* gen, T* prob_dist, int n_sample, \
+                       int with_replacement);                                                   \
+  void T##_multinomialAliasSetup(T* probs, struct THLongTensor* J, T* q);                       \
+  void T##_multinomialAliasDraw(struct THLongTensor* self, THGenerator* gen,                    \
+                                struct THLongTensor* J, T* q);
+TH_TENSOR_MULTINOMIAL_API(THFloatTensor)
+TH_TENSOR_MULTINOMIAL_API(THDoubleTensor)
+#undef TH_TENSOR_MULTINOMIAL_API
 #undef TH_TENSOR_RANDOM_API
 #undef TH_TENSOR_FLOAT_RANDOM_API
 

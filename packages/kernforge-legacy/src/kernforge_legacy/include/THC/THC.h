@@ -52,6 +52,38 @@ cudaStream_t THCState_getCurrentStreamOnDevice(THCState* state, int device);
 int THCState_getCurrentDevice(THCState* state);
 int THCState_getNumDevices(THCState* state);
 
+/* THC's streams (THCStream.h), on torch's: THCStream_new(flags) and
+ * THCStream_newWithPriority(flags, priority) make a stream on the current
+ * device (cudaStreamCreateWithFlags / WithPriority), reference counted by
+ * THCStream_retain and THCStream_free (the last free destroys it);
+ * THCStream_defaultStream(device) is the device's default stream (stream
+ * NULL), never freed. THCState_setStream(state, s) makes s torch's current
+ * stream of its device for this thread (NULL or a default stream: torch's
+ * stream from before), so that the runtime's functions and torch's ops run on
+ * it; THCState_getStream gives the current one. THCState_reserveStreams(state,
+ * n, nonBlocking) makes n streams a device, indices 1..n (0: the default
+ * stream), for THCState_getDeviceStream(state, device, index),
+ * THCState_setCurrentStreamIndex(state, index) (of the current device; THC
+ * set every device's) and
+ * THCState_getCurrentStreamIndex (-1: a stream not of these). */
+typedef struct THCStream {
+  cudaStream_t stream;
+  int device;
+  int refcount;
+} THCStream;
+THCStream* THCStream_new(int flags);
+THCStream* THCStream_newWithPriority(int flags, int priority);
+THCStream* THCStream_defaultStream(int device);
+void THCStream_free(THCStream* self);
+void THCStream_retain(THCStream* self);
+THCStream* THCState_getStream(THCState* state);
+void THCState_setStream(THCState* state, THCStream* stream);
+void THCState_reserveStreams(THCState* state, int numStreams, int nonBlocking);
+int THCState_getNumStreams(THCState* state);
+cudaStream_t THCState_getDeviceStream(THCState* state, int device, int stream);
+int THCState_getCurrentStreamIndex(THCState* state);
+void THCState_setCurrentStreamIndex(THCState* state, int stream);
+
 /* The properties of the current device (cudaGetDeviceProperties, read once
  * per device; the pointer stays valid). */
 struct cudaDeviceProp* THCState_getCurrentDeviceProperties(THCState* state);
@@ -146,6 +178,9 @@ TH_FORALL_CUDA_FLOAT_TENSORS(TH_CUDA_FLOAT_MATH_API)
 /* THC's LAPACK (THCTensorMathMagma.h): TH.h's, the state first */
 TH_TENSOR_LAPACK_API(THCudaTensor, THCState* state, )
 TH_TENSOR_LAPACK_API(THCudaDoubleTensor, THCState* state, )
+/* btrifact and btrisolve (THCTensorMathBlas.h), the pivots a THCudaIntTensor */
+TH_TENSOR_BATCH_LU_API(THCudaTensor, THCudaIntTensor, THCState* state, )
+TH_TENSOR_BATCH_LU_API(THCudaDoubleTensor, THCudaIntTensor, THCState* state, )
 #define TH_CUDA_INDEX_API(T, S, real, dtype)                                          \
   TH_TENSOR_INDEX_API(T, THCudaLongTensor, THCudaByteTensor, real, THCState* state, ) \
   TH_TENSOR_LOGICAL_API(T, real, THCState* state, )
@@ -163,17 +198,22 @@ TH_FORALL_CUDA_TENSORS(TH_CUDA_INDEX_API)
   void T##_geometric(THCState* state, T* self, double p);                    \
   void T##_bernoulli_FloatTensor(THCState* state, T* self, THCudaTensor* p); \
   void T##_bernoulli_DoubleTensor(THCState* state, T* self, THCudaDoubleTensor* p);
-#define THC_TENSOR_FLOAT_RANDOM_API(T, S, real, dtype)                        \
-  void T##_uniform(THCState* state, T* self, double a, double b);             \
-  void T##_normal(THCState* state, T* self, double mean, double stdv);        \
-  void T##_logNormal(THCState* state, T* self, double mean, double stdv);     \
-  void T##_exponential(THCState* state, T* self, double lambda);              \
-  void T##_cauchy(THCState* state, T* self, double median, double sigma);     \
-  void T##_rand(THCState* state, T* r, struct THLongStorage* size);           \
-  void T##_randn(THCState* state, T* r, struct THLongStorage* size);          \
-  void T##_normal_means(THCState* state, T* self, T* means, double stddev);   \
-  void T##_normal_stddevs(THCState* state, T* self, double mean, T* stddevs); \
-  void T##_normal_means_stddevs(THCState* state, T* self, T* means, T* stddevs);
+#define THC_TENSOR_FLOAT_RANDOM_API(T, S, real, dtype)                                      \
+  void T##_uniform(THCState* state, T* self, double a, double b);                           \
+  void T##_normal(THCState* state, T* self, double mean, double stdv);                      \
+  void T##_logNormal(THCState* state, T* self, double mean, double stdv);                   \
+  void T##_exponential(THCState* state, T* self, double lambda);                            \
+  void T##_cauchy(THCState* state, T* self, double median, double sigma);                   \
+  void T##_rand(THCState* state, T* r, struct THLongStorage* size);                         \
+  void T##_randn(THCState* state, T* r, struct THLongStorage* size);                        \
+  void T##_normal_means(THCState* state, T* self, T* means, double stddev);                 \
+  void T##_normal_stddevs(THCState* state, T* self, double mean, T* stddevs);               \
+  void T##_normal_means_stddevs(THCState* state, T* self, T* means, T* stddevs);            \
+  /* TH.h's multinomial and alias method, from torch's CUDA generator */                    \
+  void T##_multinomial(THCState* state, THCudaLongTensor* self, T* prob_dist, int n_sample, \
+                       int with_replacement);                                               \
+  void T##_multinomialAliasSetup(THCState* state, T* probs, THCudaLongTensor* J, T* q);     \
+  void T##_multinomialAliasDraw(THCState* state, THCudaLongTensor* self, THCudaLongTensor* J, T* q);
 TH_FORALL_CUDA_TENSORS(THC_TENSOR_RANDOM_API)
 TH_FORALL_CUDA_FLOAT_TENSORS(THC_TENSOR_FLOAT_RANDOM_API)
 #undef THC_TENSOR_RANDOM_API
