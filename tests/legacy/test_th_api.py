@@ -1749,6 +1749,12 @@ def test_thc_streams_of_ones_own_and_reserved(logic_cuda):
         match=r"THCState_setCurrentStreamIndex: 3 is not a valid stream, valid range is: \(0, 2\)",
     ):
         logic_cuda.cuda_streams(r, a, 1)
+    with pytest.raises(
+        RuntimeError,
+        match=r"THCStream_new: flags must be cudaStreamDefault \(0\) or cudaStreamNonBlocking \(1\), got 7",
+    ):
+        logic_cuda.cuda_streams(r, a, 2)
+    assert torch.equal((a * 3).cpu(), a.cpu() * 3)  # torch's next launch sees no stale error
 
 
 @pytest.mark.cuda

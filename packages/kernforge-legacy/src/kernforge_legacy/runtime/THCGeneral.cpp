@@ -77,6 +77,11 @@ THCStream* default_stream(int device) {
 // A new stream on `device` (made current for the call when it is not)
 THCStream* new_stream(int device, unsigned int flags, int priority, bool with_priority,
                       const char* fn) {
+  if ((flags & ~static_cast<unsigned int>(cudaStreamNonBlocking)) != 0)
+    throw std::runtime_error(std::string(fn) +
+                             ": flags must be cudaStreamDefault (0) or cudaStreamNonBlocking (1), "
+                             "got " +
+                             std::to_string(flags));
   int current;
   kfl_thc_check(cudaGetDevice(&current), __FILE__, __LINE__);
   if (current != device) kfl_thc_check(cudaSetDevice(device), __FILE__, __LINE__);
@@ -84,9 +89,11 @@ THCStream* new_stream(int device, unsigned int flags, int priority, bool with_pr
   const cudaError_t err = with_priority ? cudaStreamCreateWithPriority(&s, flags, priority)
                                         : cudaStreamCreateWithFlags(&s, flags);
   if (current != device) kfl_thc_check(cudaSetDevice(current), __FILE__, __LINE__);
-  if (err != cudaSuccess)
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // taken: torch's next launch check would see it as its own
     throw std::runtime_error(std::string(fn) + ": " + cudaGetErrorName(err) + ": " +
                              cudaGetErrorString(err));
+  }
   return new THCStream{s, device, 1};
 }
 
@@ -155,7 +162,7 @@ void THCStream_retain(THCStream* self) {
 void THCStream_free(THCStream* self) {
   if (self == nullptr || self->stream == nullptr) return;  // NULL, or a default stream
   if (__atomic_sub_fetch(&self->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
-    cudaStreamDestroy(self->stream);
+    if (cudaStreamDestroy(self->stream) != cudaSuccess) cudaGetLastError();
     delete self;
   }
 }
