@@ -710,7 +710,7 @@ def test_coverage_table_reads_the_headers():
         "THFloatTensor_conv2Dmv",
         "THDiskFile_new",
         "THFloatLapack_gesv",
-        "THFloatBlas_axpy",
+        "THFloatStorage_newWithMapping",
     )
     for name in missing:
         assert how[name] is None, name
@@ -1477,6 +1477,70 @@ def test_multinomial_bad_distributions_say_why(logic):
         r"without replacement, got 4",
     ):
         _multinomial(logic, bad.abs(), 4, False, 0, 3)
+
+
+def test_th_blas_level1_ger_and_integer_products(logic):
+    gen = torch.Generator().manual_seed(68)
+    x0, y0 = _rand(5, seed=69), _rand(5, seed=70)
+    a0 = _rand(4, 5, seed=71)  # column-major 5 x 4
+    none = torch.zeros(1, dtype=torch.int32)
+
+    def run(which, x=x0, y=y0, a=a0, ia=none, ib=none, ic=none):
+        x, y, a = x.clone(), y.clone(), a.clone()
+        assert logic.blas_op(x, y, a, ia, ib, ic, which) == 1
+        return x, y, a
+
+    close(run(0)[1], y0 + 2 * x0)  # axpy
+    scaled = x0.clone()
+    scaled[::2] *= 3
+    close(run(1)[0], scaled)  # scal, every other element
+    close(run(2)[1], x0.flip(0))  # copy into y read backwards (inc -1)
+    close(run(3)[1][0], x0 @ y0)  # dot
+    x, y, _ = run(4)  # swap
+    assert torch.equal(x, y0) and torch.equal(y, x0)
+    y4 = _rand(4, seed=72)
+    close(run(5, y=y4)[2], a0 + 2 * torch.outer(y4, x0))  # ger: the [n, m] view of A += 2 x y^T
+    ia = torch.randint(-9, 9, (3, 4), generator=gen, dtype=torch.int32)  # column-major 4 x 3
+    ib = torch.randint(-9, 9, (2, 3), generator=gen, dtype=torch.int32)  # column-major 3 x 2
+    ic = torch.full((2, 4), 77, dtype=torch.int32)
+    assert logic.blas_op(x0, y0, a0, ia, ib, ic, 6) == 1
+    assert torch.equal(ic.T, 2 * (ia.T @ ib.T))  # exact, in int32
+    yv = torch.randint(-9, 9, (3,), generator=gen, dtype=torch.int32)
+    xv = torch.randint(-9, 9, (4,), generator=gen, dtype=torch.int32)
+    want = yv + ia @ xv  # op(A) = A^T: 3 x 4 times x of 4
+    assert logic.blas_op(x0, y0, a0, ia, xv, yv, 7) == 1
+    assert torch.equal(yv, want)
+    with pytest.raises(RuntimeError, match=r"THDoubleBlas_axpy: x is NULL for 3 elements"):
+        run(8)
+    with pytest.raises(
+        RuntimeError, match=r"THIntBlas_gemm: leading dimension of a 2 is less than its 4 rows"
+    ):
+        logic.blas_op(x0, y0, a0, ia, ia, ic, 9)
+
+
+def test_th_general_functions_by_name(logic):
+    with pytest.raises(RuntimeError, match=r"^bad value 7 \(.*th_logic.c:\d+\)"):
+        logic.general_op(0, 7)
+    assert logic.general_op(1, 1) == 1
+    with pytest.raises(RuntimeError, match=r"^invalid argument 2: must be positive \("):
+        logic.general_op(1, 0)
+    assert logic.general_op(2, 0) == 1  # a handler of this thread: called, then the raise
+    before = logic.general_op(4, 0)
+    with pytest.raises(RuntimeError, match=r"^bad value 3"):
+        logic.general_op(0, 3)
+    assert logic.general_op(4, 0) == before + 1 and logic.general_op(5, 0) == 1
+    assert logic.general_op(3, 0) == 1  # removed
+    with pytest.raises(RuntimeError, match=r"^bad value 4"):
+        logic.general_op(0, 4)
+    assert logic.general_op(4, 0) == before + 1
+    threads = torch.get_num_threads()
+    try:
+        assert logic.general_op(6, 1) == 1 and torch.get_num_threads() == 1  # torch's own
+    finally:
+        torch.set_num_threads(threads)
+    with pytest.raises(RuntimeError, match=r"THSetNumThreads: num_threads must be positive, got 0"):
+        logic.general_op(6, 0)
+    assert logic.general_op(7, 0) == 1
 
 
 def test_expand_nd_broadcasts_every_tensor_to_one_shape(logic):

@@ -148,7 +148,8 @@ def _runtime_ninja(with_cuda: bool, lib: str) -> str:
         obj = f"obj/{src.stem}{'_cu' if src.suffix == '.cu' else ''}.o"
         objects.append(obj)
         rules.append(f"build {obj}: {'nvcc' if src.suffix == '.cu' else 'cxx'} {_esc(src)}")
-    rules.append(f"build {lib}: link {' '.join(objects)}")
+    # the version script is an input too: a change to what it exports relinks
+    rules.append(f"build {lib}: link {' '.join(objects)} | {_esc(_HERE / 'runtime' / 'runtime.map')}")
     rules.append(f"default {lib}")
     return "\n".join(rules) + "\n"
 

@@ -1,7 +1,50 @@
 // TH's general functions (THGeneral.h: THError, THArgCheck, THAlloc, half
 // and bfloat16) and what the op wrappers an extension's ops.cpp is made of
 // call here (kernforge_legacy/glue.h).
+#include <thread>
+
 #include "THRuntime.h"
+
+namespace {
+
+// TH's error handlers: the thread's, else the process's default, called with
+// the message before the error is raised (a handler that returns does not
+// stop the raise: TH's handlers did not return).
+template <class F>
+struct Handler {
+  F fn = nullptr;
+  void* data = nullptr;
+};
+struct Handlers {
+  Handler<THErrorHandlerFunction> error;
+  Handler<THArgErrorHandlerFunction> arg;
+};
+std::mutex handlers_mutex;
+Handlers default_handlers;
+thread_local Handlers thread_handlers;
+Handler<void (*)(void*)> gc_handler;
+
+[[noreturn]] void raise_error(const std::string& msg) {
+  Handler<THErrorHandlerFunction> h = thread_handlers.error;
+  if (h.fn == nullptr) {
+    std::lock_guard<std::mutex> lock(handlers_mutex);
+    h = default_handlers.error;
+  }
+  if (h.fn != nullptr) h.fn(msg.c_str(), h.data);
+  throw std::runtime_error(msg);
+}
+
+[[noreturn]] void raise_arg_error(int arg, const std::string& msg) {
+  Handler<THArgErrorHandlerFunction> h = thread_handlers.arg;
+  if (h.fn == nullptr) {
+    std::lock_guard<std::mutex> lock(handlers_mutex);
+    h = default_handlers.arg;
+  }
+  if (h.fn != nullptr) h.fn(arg, msg.c_str(), h.data);
+  throw std::runtime_error("invalid argument " + std::to_string(arg) + ": " + msg);
+}
+
+}  // namespace
 
 namespace kernforge_legacy {
 
@@ -132,7 +175,7 @@ void kfl_th_error(const char* file, int line, const char* fmt, ...) {
   va_start(args, fmt);
   const std::string msg = format(fmt, args);
   va_end(args);
-  throw std::runtime_error(msg + " (" + file + ":" + std::to_string(line) + ")");
+  raise_error(msg + " (" + file + ":" + std::to_string(line) + ")");
 }
 
 void kfl_th_assertion_failed(const char* file, int line, const char* condition, const char* fmt,
@@ -141,8 +184,8 @@ void kfl_th_assertion_failed(const char* file, int line, const char* condition, 
   va_start(args, fmt);
   const std::string msg = format(fmt, args);
   va_end(args);
-  throw std::runtime_error(std::string("Assertion `") + condition + "' failed. " + msg + " (" +
-                           file + ":" + std::to_string(line) + ")");
+  raise_error(std::string("Assertion `") + condition + "' failed. " + msg + " (" + file + ":" +
+              std::to_string(line) + ")");
 }
 
 void kfl_th_arg_check(const char* file, int line, int condition, int arg, const char* fmt, ...) {
@@ -151,8 +194,82 @@ void kfl_th_arg_check(const char* file, int line, int condition, int arg, const 
   va_start(args, fmt);
   const std::string msg = format(fmt, args);
   va_end(args);
-  throw std::runtime_error("invalid argument " + std::to_string(arg) + ": " + msg + " (" + file +
-                           ":" + std::to_string(line) + ")");
+  raise_arg_error(arg, msg + " (" + file + ":" + std::to_string(line) + ")");
 }
+
+// TH's names of the same three, for code that called them rather than the macros
+void _THError(const char* file, const int line, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  const std::string msg = format(fmt, args);
+  va_end(args);
+  raise_error(msg + " (" + file + ":" + std::to_string(line) + ")");
+}
+
+void _THAssertionFailed(const char* file, const int line, const char* exp, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  const std::string msg = format(fmt, args);
+  va_end(args);
+  raise_error(std::string("Assertion `") + (exp ? exp : "") + "' failed. " + msg + " (" + file +
+              ":" + std::to_string(line) + ")");
+}
+
+void _THArgCheck(const char* file, int line, int condition, int argNumber, const char* fmt, ...) {
+  if (condition) return;
+  va_list args;
+  va_start(args, fmt);
+  const std::string msg = format(fmt, args);
+  va_end(args);
+  raise_arg_error(argNumber, msg + " (" + file + ":" + std::to_string(line) + ")");
+}
+
+void THSetErrorHandler(THErrorHandlerFunction handler, void* data) {
+  thread_handlers.error = {handler, data};
+}
+void THSetDefaultErrorHandler(THErrorHandlerFunction handler, void* data) {
+  std::lock_guard<std::mutex> lock(handlers_mutex);
+  default_handlers.error = {handler, data};
+}
+void THSetArgErrorHandler(THArgErrorHandlerFunction handler, void* data) {
+  thread_handlers.arg = {handler, data};
+}
+void THSetDefaultArgErrorHandler(THArgErrorHandlerFunction handler, void* data) {
+  std::lock_guard<std::mutex> lock(handlers_mutex);
+  default_handlers.arg = {handler, data};
+}
+
+THDescBuff _THSizeDesc(const int64_t* size, const int64_t ndim) {
+  if (ndim < 0 || (ndim > 0 && size == nullptr))
+    throw std::runtime_error("_THSizeDesc: size is NULL or ndim " + std::to_string(ndim) +
+                             " is negative");
+  return describe(std::vector<int64_t>(size, size + ndim));
+}
+
+// The heap accounting and garbage-collector hook were Lua's: kept, unused.
+void THSetGCHandler(void (*handler)(void* data), void* data) {
+  std::lock_guard<std::mutex> lock(handlers_mutex);
+  gc_handler = {handler, data};
+}
+void THHeapUpdate(ptrdiff_t) {}
+
+// torch's intra-op threads (at::set_num_threads), which TH's were
+void THSetNumThreads(int num_threads) {
+  if (num_threads <= 0)
+    throw std::runtime_error("THSetNumThreads: num_threads must be positive, got " +
+                             std::to_string(num_threads));
+  using Fn = void (*)(int);
+  static const Fn set = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "_ZN2at15set_num_threadsEi"));
+  if (set == nullptr)
+    throw std::runtime_error("THSetNumThreads: torch's at::set_num_threads is not found");
+  set(num_threads);
+}
+int THGetNumThreads(void) {
+  return static_cast<int>(torch::stable::get_num_threads());
+}
+int THGetNumCores(void) {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+void THInferNumThreads(void) {}
 
 }  // extern "C"

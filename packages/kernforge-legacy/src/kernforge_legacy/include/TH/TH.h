@@ -149,6 +149,35 @@ double THLog1p(const double x);
  * A diagnostic for leaks: 0 between calls in code that frees what it makes. */
 long kfl_live_handles(void);
 
+/* TH's functions behind its macros, for code that called them by name, and
+ * its hooks: _THError(file, line, fmt, ...), _THArgCheck(file, line, cond,
+ * arg, fmt, ...) and _THAssertionFailed(file, line, exp, fmt, ...) raise as
+ * THError, THArgCheck and THAssertMsg do. THSetErrorHandler (this thread) and
+ * THSetDefaultErrorHandler (every thread without one) set a function called
+ * with each error's message before it is raised, THSetArgErrorHandler and
+ * THSetDefaultArgErrorHandler one for THArgCheck's (argument number,
+ * message); NULL removes it. The error is raised after the handler returns.
+ * THSetNumThreads and THGetNumThreads are torch's intra-op threads,
+ * THGetNumCores the machine's; THSetGCHandler, THHeapUpdate and
+ * THInferNumThreads are kept for the code that calls them and do nothing. */
+typedef void (*THErrorHandlerFunction)(const char* msg, void* data);
+typedef void (*THArgErrorHandlerFunction)(int argNumber, const char* msg, void* data);
+KFL_NORETURN void _THError(const char* file, const int line, const char* fmt, ...) KFL_PRINTF(3, 4);
+void _THArgCheck(const char* file, int line, int condition, int argNumber, const char* fmt, ...)
+    KFL_PRINTF(5, 6);
+KFL_NORETURN void _THAssertionFailed(const char* file, const int line, const char* exp,
+                                     const char* fmt, ...) KFL_PRINTF(4, 5);
+void THSetErrorHandler(THErrorHandlerFunction new_handler, void* data);
+void THSetDefaultErrorHandler(THErrorHandlerFunction new_handler, void* data);
+void THSetArgErrorHandler(THArgErrorHandlerFunction new_handler, void* data);
+void THSetDefaultArgErrorHandler(THArgErrorHandlerFunction new_handler, void* data);
+void THSetGCHandler(void (*torchGCHandlerFunction)(void* data), void* data);
+void THHeapUpdate(ptrdiff_t size);
+void THSetNumThreads(int num_threads);
+int THGetNumThreads(void);
+int THGetNumCores(void);
+void THInferNumThreads(void);
+
 /* THError("bad value %d", v) and THArgCheck(cond, arg_number, "message"). */
 #define THError(...) kfl_th_error(__FILE__, __LINE__, __VA_ARGS__)
 #define THArgCheck(...) kfl_th_arg_check(__FILE__, __LINE__, __VA_ARGS__)
@@ -213,6 +242,8 @@ typedef struct {
   char str[TH_DESC_BUFF_LEN];
 } THDescBuff;
 TH_API THDescBuff THLongStorage_sizeDesc(const struct THLongStorage* size);
+/* The same of a C array of ndim sizes */
+TH_API THDescBuff _THSizeDesc(const int64_t* size, const int64_t ndim);
 
 /* A tensor handle holds the torch tensor (kfl_tensor: not for extension
  * code) and the fields 2017 code read directly, in TH's order: t->size[d]
@@ -764,14 +795,32 @@ TH_FORALL_CPU_VECTORS(TH_VECTOR_API)
 
 /* TH's BLAS on raw column-major data, as Fortran BLAS takes it (trans: 'n',
  * 't' or 'c'; C = alpha op(A) op(B) + beta C, y = alpha op(A) x + beta y;
- * beta 0 ignores what C or y held). */
+ * beta 0 ignores what C or y held; A += alpha x y^T for ger). Vectors are n
+ * elements inc apart (inc < 0: read from the far end, as BLAS reads them);
+ * dot accumulates in the type itself, as TH's did. Every type TH had. */
+#define TH_FORALL_CPU_INT_BLAS(X) \
+  X(THByteBlas, uint8_t)          \
+  X(THCharBlas, int8_t)           \
+  X(THShortBlas, int16_t)         \
+  X(THIntBlas, int32_t)           \
+  X(THLongBlas, int64_t)
+#define TH_FORALL_CPU_BLAS(X) \
+  TH_FORALL_CPU_INT_BLAS(X)   \
+  X(THFloatBlas, float)       \
+  X(THDoubleBlas, double)
 #define TH_BLAS_API(B, real)                                                                    \
+  void B##_swap(int64_t n, real* x, int64_t incx, real* y, int64_t incy);                       \
+  void B##_scal(int64_t n, real a, real* x, int64_t incx);                                      \
+  void B##_copy(int64_t n, real* x, int64_t incx, real* y, int64_t incy);                       \
+  void B##_axpy(int64_t n, real a, real* x, int64_t incx, real* y, int64_t incy);               \
+  real B##_dot(int64_t n, real* x, int64_t incx, real* y, int64_t incy);                        \
+  void B##_ger(int64_t m, int64_t n, real alpha, real* x, int64_t incx, real* y, int64_t incy,  \
+               real* a, int64_t lda);                                                           \
   void B##_gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, real alpha, real* a, \
                 int64_t lda, real* b, int64_t ldb, real beta, real* c, int64_t ldc);            \
   void B##_gemv(char trans, int64_t m, int64_t n, real alpha, real* a, int64_t lda, real* x,    \
                 int64_t incx, real beta, real* y, int64_t incy);
-TH_BLAS_API(THFloatBlas, float)
-TH_BLAS_API(THDoubleBlas, double)
+TH_FORALL_CPU_BLAS(TH_BLAS_API)
 #undef TH_BLAS_API
 
 #ifdef __cplusplus
