@@ -1543,6 +1543,51 @@ def test_th_general_functions_by_name(logic):
     assert logic.general_op(7, 0) == 1
 
 
+def _misc(logic, which, a=None, b=None, value=0, byte=None):
+    r = torch.full((1,), float("nan"), dtype=torch.float64)
+    lr = torch.full((1,), -7, dtype=torch.int64)
+    a = torch.zeros(1, dtype=torch.float64) if a is None else a
+    b = torch.zeros(1, dtype=torch.float64) if b is None else b
+    byte = torch.zeros(1, dtype=torch.uint8) if byte is None else byte
+    ok = logic.misc_op(r, a, b, byte, lr, which, value)
+    return ok, r, lr, byte
+
+
+def test_randperm_reshape_match_bhistc_and_logical_reductions(logic):
+    _, _, perm, _ = _misc(logic, 0, value=3)
+    assert sorted(perm.tolist()) == list(range(10)) and perm.tolist() != list(range(10))
+    assert torch.equal(_misc(logic, 0, value=3)[2], perm)  # the generator's seed
+    torch.manual_seed(4)
+    _, _, perm, _ = _misc(logic, 1)  # torch's generator
+    torch.manual_seed(4)
+    assert torch.equal(perm, torch.randperm(10))
+    a = _rand(3, 4, seed=73)
+    _, r, _, _ = _misc(logic, 2, a)
+    assert r.shape == (6, 2) and torch.equal(r, a.reshape(6, 2))
+    b = _rand(5, 4, seed=74)
+    _, r, _, _ = _misc(logic, 3, a, b)
+    close(r, 0.5 * torch.cdist(a, b) ** 2)
+    _, r, _, _ = _misc(logic, 4, a)
+    want = torch.stack([torch.histc(row, bins=4, min=a.min().item(), max=a.max().item()) for row in a])
+    close(r, want.double())
+    assert _misc(logic, 5, byte=torch.tensor([1, 2, 3], dtype=torch.uint8))[0] == 3
+    assert _misc(logic, 5, byte=torch.tensor([0, 2, 3], dtype=torch.uint8))[0] == 1
+    assert _misc(logic, 5, byte=torch.zeros(3, dtype=torch.uint8))[0] == 0
+    assert _misc(logic, 6, a)[0] == 1  # desc
+
+
+def test_rng_state_shapes_and_small_helpers(logic):
+    assert _misc(logic, 7, value=5)[0] == 1  # getRNGState / setRNGState round trip
+    with pytest.raises(RuntimeError, match=r"THByteTensor_setRNGState: RNG state is invalid"):
+        _misc(logic, 8, byte=torch.tensor([1, 2, 3], dtype=torch.uint8))
+    assert (
+        _misc(logic, 9)[0] == 1
+    )  # inferSize2 / N, newInferSize, inferExpandGeometry, THSize, THLogAdd, half bits
+    assert _misc(logic, 10)[0] == 1  # a storage resized
+    with pytest.raises(RuntimeError, match=r"THLongStorage_newInferSize: only one dimension can be inferred"):
+        _misc(logic, 11)
+
+
 def test_expand_nd_broadcasts_every_tensor_to_one_shape(logic):
     a, b = _rand(3, 1, dtype=torch.float32, seed=55), _rand(4, dtype=torch.float32, seed=56)
     ra, rb = torch.empty(0), torch.empty(0)

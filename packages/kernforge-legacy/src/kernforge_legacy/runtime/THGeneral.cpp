@@ -273,3 +273,70 @@ int THGetNumCores(void) {
 void THInferNumThreads(void) {}
 
 }  // extern "C"
+
+// THSize.h, THLogAdd.h and THHalf.h's bit conversions
+namespace {
+
+const int64_t* sizes_at(const int64_t* p, int64_t n, const char* name, const char* fn) {
+  if (n < 0 || (n > 0 && p == nullptr))
+    throw std::runtime_error(std::string(fn) + ": " + name + " is NULL or its count " +
+                             std::to_string(n) + " is negative");
+  return p;
+}
+
+// log(a + b) and log(a - b) from log a and log b, as TH: below this difference
+// the smaller term does not count
+constexpr double kMinusLogThreshold = -39.14;
+
+}  // namespace
+
+extern "C" {
+
+int THSize_isSameSizeAs(const int64_t* sizeA, int64_t dimsA, const int64_t* sizeB, int64_t dimsB) {
+  sizes_at(sizeA, dimsA, "sizeA", "THSize_isSameSizeAs");
+  sizes_at(sizeB, dimsB, "sizeB", "THSize_isSameSizeAs");
+  return dimsA == dimsB && std::equal(sizeA, sizeA + dimsA, sizeB);
+}
+
+ptrdiff_t THSize_nElement(int64_t dims, int64_t* size) {
+  sizes_at(size, dims, "size", "THSize_nElement");
+  if (dims == 0) return 0;  // TH's: no dimensions, no elements
+  ptrdiff_t n = 1;
+  for (int64_t d = 0; d < dims; ++d) n *= size[d];
+  return n;
+}
+
+double THLogAdd(double log_a, double log_b) {
+  if (log_a < log_b) std::swap(log_a, log_b);
+  const double minusdif = log_b - log_a;
+  return minusdif < kMinusLogThreshold ? log_a : log_a + std::log1p(std::exp(minusdif));
+}
+
+double THLogSub(double log_a, double log_b) {
+  if (log_a < log_b)
+    raise_error("THLogSub: log_a (" + std::to_string(log_a) + ") should be greater than log_b (" +
+                std::to_string(log_b) + ")");
+  if (log_a == log_b) return -std::numeric_limits<double>::infinity();
+  const double minusdif = log_b - log_a;
+  return minusdif < kMinusLogThreshold ? log_a : log_a + std::log1p(-std::exp(minusdif));
+}
+
+// exp(-x) for x >= 0, 0 from x = 13 on, where TH's approximation stopped
+double THExpMinusApprox(const double x) {
+  if (x < 0) raise_error("THExpMinusApprox: x must be >= 0, got " + std::to_string(x));
+  return x < 13.0 ? std::exp(-x) : 0.0;
+}
+
+void TH_float2halfbits(float* src, unsigned short* dest) {
+  if (src == nullptr || dest == nullptr)
+    throw std::runtime_error("TH_float2halfbits: src or dest is NULL");
+  *dest = torch::headeronly::detail::fp16_ieee_from_fp32_value(*src);
+}
+
+void TH_halfbits2float(unsigned short* src, float* res) {
+  if (src == nullptr || res == nullptr)
+    throw std::runtime_error("TH_halfbits2float: src or res is NULL");
+  *res = torch::headeronly::detail::fp16_ieee_to_fp32_value(*src);
+}
+
+}  // extern "C"

@@ -468,6 +468,18 @@ inline Tensor empty(std::vector<int64_t> shape, int32_t dtype, bool cuda, const 
   return Tensor(h);
 }
 
+// t as a contiguous float64 tensor on the host, and back into model's dtype and device
+inline Tensor on_host(const Tensor& t, const char* fn) {
+  Tensor out = empty(sizes(t), aoti_torch_dtype_float64(), false, fn);
+  torch::stable::copy_(out, t);
+  return out;
+}
+inline Tensor like(const Tensor& host, const Tensor& model, const char* fn) {
+  Tensor out = empty(sizes(host), dtype_of(model), is_cuda(model), fn);
+  torch::stable::copy_(out, host);
+  return out;
+}
+
 // A view of src with its own sizes, strides and offset, over the same storage
 // (TH's newWithTensor; the storage view below).
 inline Tensor view_of(const void* src, std::vector<int64_t> shape, std::vector<int64_t> strides,

@@ -387,6 +387,19 @@ extern "C" {
   KFL_DEFINE_EXPAND_API(T, )              \
   KFL_DEFINE_MEMORY_API(T, S, real, dtype, false, void, )
 TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU)
+// TH's desc: "torch.FloatTensor of size 2x3", cut to the buffer with "..."
+#define KFL_DEFINE_DESC(T, S, real, dtype)                                                       \
+  THDescBuff T##_desc(const T* tensor) {                                                         \
+    need(#T "_desc", {{tensor, 1, "tensor", #T "*"}});                                           \
+    std::string text = std::string("torch.") + (#T + 2) + " of size ";                           \
+    const std::vector<int64_t> shape = sizes(tensor);                                            \
+    for (size_t d = 0; d < shape.size(); ++d) text += (d ? "x" : "") + std::to_string(shape[d]); \
+    THDescBuff buf;                                                                              \
+    if (text.size() >= TH_DESC_BUFF_LEN) text = text.substr(0, TH_DESC_BUFF_LEN - 4) + "...";    \
+    std::snprintf(buf.str, TH_DESC_BUFF_LEN, "%s", text.c_str());                                \
+    return buf;                                                                                  \
+  }
+TH_FORALL_CPU_TENSORS(KFL_DEFINE_DESC)
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
 #define KFL_DEFINE_CUDA(T, S, real, dtype)    \
   KFL_DEFINE_TENSOR_API(T, real, THCState*, ) \

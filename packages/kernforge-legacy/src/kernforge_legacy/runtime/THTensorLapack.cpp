@@ -75,18 +75,6 @@ void matrix(const Tensor& t, const char* name, bool square, const char* fn) {
                              describe(shape).str);
 }
 
-// t as a contiguous float64 tensor on the host, and back into model's dtype and device
-Tensor on_host(const Tensor& t, const char* fn) {
-  Tensor out = empty(sizes(t), aoti_torch_dtype_float64(), false, fn);
-  torch::stable::copy_(out, t);
-  return out;
-}
-Tensor like(const Tensor& host, const Tensor& model, const char* fn) {
-  Tensor out = empty(sizes(host), dtype_of(model), is_cuda(model), fn);
-  torch::stable::copy_(out, host);
-  return out;
-}
-
 // a x = b in the least-squares sense (a of full rank), as LAPACK's gels left
 // it: rb [max(m, n), k], the solution in its first n rows (m > n: the rows
 // after hold Q^T b's rest, whose squares sum to each column's residual); ra

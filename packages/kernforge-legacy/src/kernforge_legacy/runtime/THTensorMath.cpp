@@ -577,3 +577,131 @@ TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_INDEX)
 #endif
 
 }  // extern "C"
+
+// TH's randperm, reshape, match and bhistc, and the byte tensors' logicalall
+// and logicalany
+namespace {
+
+// r := a random permutation of 0 .. n - 1: from gen by TH's swaps (each a
+// 32-bit number), or (gen NULL) torch's randperm with torch's generator
+void randperm_into(const void* r, THGenerator* gen, int64_t n, const char* fn) {
+  if (n <= 0)
+    throw std::runtime_error(std::string(fn) +
+                             ": must be strictly positive, got n = " + std::to_string(n));
+  if (gen == nullptr) {
+    assign(
+        r,
+        aten("aten::randperm", "", fn, n, std::nullopt, std::nullopt, std::nullopt, std::nullopt),
+        fn);
+    return;
+  }
+  Tensor perm = empty({n}, aoti_torch_dtype_int64(), false, fn);
+  auto* p = static_cast<int64_t*>(perm.data_ptr());
+  for (int64_t i = 0; i < n; ++i) p[i] = i;
+  for (int64_t i = 0; i < n - 1; ++i)
+    std::swap(p[i], p[i + static_cast<int64_t>(gen->engine() % static_cast<uint64_t>(n - i))]);
+  assign(r, perm, fn);
+}
+
+// r [N1, N2] := gain * the squared distance of each row of m1 to each of m2
+void match_into(const void* r, const Tensor& m1, const Tensor& m2, double gain, const char* fn) {
+  const std::vector<int64_t> a = sizes(m1), b = sizes(m2);
+  if (a.size() != 2 || b.size() != 2 || a[1] != b[1])
+    throw std::runtime_error(std::string(fn) +
+                             ": m1 and m2 must be matrices of one row length, "
+                             "got " +
+                             describe(a).str + " and " + describe(b).str);
+  const Tensor x = on_host(m1, fn), y = on_host(m2, fn);
+  const double *px = static_cast<const double*>(x.data_ptr()),
+               *py = static_cast<const double*>(y.data_ptr());
+  Tensor out = empty({a[0], b[0]}, aoti_torch_dtype_float64(), false, fn);
+  auto* o = static_cast<double*>(out.data_ptr());
+  for (int64_t i = 0; i < a[0]; ++i)
+    for (int64_t j = 0; j < b[0]; ++j) {
+      double sum = 0;
+      for (int64_t k = 0; k < a[1]; ++k) {
+        const double d = px[i * a[1] + k] - py[j * a[1] + k];
+        sum += d * d;
+      }
+      o[i * b[0] + j] = gain * sum;
+    }
+  assign(r, like(out, m1, fn), fn);
+}
+
+// hist [rows, nbins] := histc of each row of the 2-D t over one range:
+// [lo, hi], or t's [min, max] where the two are equal (widened by 1 each
+// way when those are equal too)
+void bhistc_into(const void* hist, const Tensor& t, int64_t nbins, double lo, double hi,
+                 const char* fn) {
+  if (nbins <= 0)
+    throw std::runtime_error(std::string(fn) + ": nbins must be positive, got " +
+                             std::to_string(nbins));
+  const std::vector<int64_t> shape = sizes(t);
+  if (shape.size() != 2)
+    throw std::runtime_error(std::string(fn) + ": tensor must be 2-D, got " + describe(shape).str);
+  const Tensor x = on_host(t, fn);
+  const double* p = static_cast<const double*>(x.data_ptr());
+  const int64_t n = shape[0] * shape[1];
+  if (lo == hi && n > 0) {
+    lo = *std::min_element(p, p + n);
+    hi = *std::max_element(p, p + n);
+  }
+  if (lo == hi) lo -= 1, hi += 1;
+  Tensor out = empty({shape[0], nbins}, aoti_torch_dtype_float64(), false, fn);
+  auto* o = static_cast<double*>(out.data_ptr());
+  std::fill(o, o + shape[0] * nbins, 0.0);
+  for (int64_t r = 0; r < shape[0]; ++r)
+    for (int64_t c = 0; c < shape[1]; ++c) {
+      const double v = p[r * shape[1] + c];
+      if (v < lo || v > hi) continue;
+      const int64_t bin = static_cast<int64_t>((v - lo) / (hi - lo) * nbins);
+      o[r * nbins + std::min(bin, nbins - 1)] += 1;
+    }
+  assign(hist, like(out, t, fn), fn);
+}
+
+}  // namespace
+
+extern "C" {
+
+#define KFL_DEFINE_SHAPE_API(T, real)                                                          \
+  void T##_randperm(T* r, THGenerator* gen, int64_t n) {                                       \
+    need(#T "_randperm", {{r, 1, "r", #T "*"}});                                               \
+    randperm_into(r, gen, n, #T "_randperm");                                                  \
+  }                                                                                            \
+  void T##_reshape(T* r, T* t, THLongStorage* size) {                                          \
+    const char* fn = #T "_reshape";                                                            \
+    need(fn, {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {size, 3, "size", "THLongStorage*"}}); \
+    const Tensor shaped = aten("aten::reshape", "", fn, borrow(t), longs_of(size, fn));        \
+    assign(r, aten("aten::clone", "", fn, shaped, std::nullopt), fn);                          \
+  }                                                                                            \
+  void T##_match(T* r, T* m1, T* m2, real gain) {                                              \
+    const char* fn = #T "_match";                                                              \
+    need(fn, {{r, 1, "r", #T "*"}, {m1, 2, "m1", #T "*"}, {m2, 3, "m2", #T "*"}});             \
+    match_into(r, borrow(m1), borrow(m2), as_double(gain), fn);                                \
+  }
+#define KFL_DEFINE_CPU_SHAPE(T, S, real, dtype) KFL_DEFINE_SHAPE_API(T, real)
+TH_FORALL_CPU_INT_TENSORS(KFL_DEFINE_CPU_SHAPE)
+KFL_DEFINE_SHAPE_API(THFloatTensor, float)
+KFL_DEFINE_SHAPE_API(THDoubleTensor, double)
+#define KFL_DEFINE_BHISTC(T, real)                                                   \
+  void T##_bhistc(T* hist, T* tensor, int64_t nbins, real minvalue, real maxvalue) { \
+    const char* fn = #T "_bhistc";                                                   \
+    need(fn, {{hist, 1, "hist", #T "*"}, {tensor, 2, "tensor", #T "*"}});            \
+    bhistc_into(hist, borrow(tensor), nbins, minvalue, maxvalue, fn);                \
+  }
+KFL_DEFINE_BHISTC(THFloatTensor, float)
+KFL_DEFINE_BHISTC(THDoubleTensor, double)
+
+int THByteTensor_logicalall(THByteTensor* self) {
+  need("THByteTensor_logicalall", {{self, 1, "self", "THByteTensor*"}});
+  return item(aten("aten::all", "", "THByteTensor_logicalall", borrow(self)),
+              "THByteTensor_logicalall") != 0;
+}
+int THByteTensor_logicalany(THByteTensor* self) {
+  need("THByteTensor_logicalany", {{self, 1, "self", "THByteTensor*"}});
+  return item(aten("aten::any", "", "THByteTensor_logicalany", borrow(self)),
+              "THByteTensor_logicalany") != 0;
+}
+
+}  // extern "C"

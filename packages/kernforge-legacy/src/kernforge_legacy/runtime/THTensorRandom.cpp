@@ -1,6 +1,7 @@
 // TH's random numbers (THRandom.h, THTensorRandom.h) and THC's.
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "THRuntime.h"
 
@@ -400,6 +401,36 @@ TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_FLOAT_RANDOM_API)
   }
 KFL_DEFINE_MULTINOMIAL_API(THFloatTensor)
 KFL_DEFINE_MULTINOMIAL_API(THDoubleTensor)
+
+// A generator's whole state as bytes (MT19937's words, the seed and the
+// Box-Muller value kept), and back: a state from getRNGState only
+void THByteTensor_getRNGState(THGenerator* gen, THByteTensor* self) {
+  const char* fn = "THByteTensor_getRNGState";
+  need(fn, {{gen, 1, "gen", "THGenerator*"}, {self, 2, "self", "THByteTensor*"}});
+  std::ostringstream out;
+  out << "kfl-rng1 " << gen->engine << ' ' << gen->initial_seed << ' ' << gen->has_normal << ' '
+      << std::hexfloat << gen->normal;
+  const std::string text = out.str();
+  Tensor bytes = empty({static_cast<int64_t>(text.size())}, aoti_torch_dtype_uint8(), false, fn);
+  std::memcpy(bytes.data_ptr(), text.data(), text.size());
+  assign(self, bytes, fn);
+}
+
+void THByteTensor_setRNGState(THGenerator* gen, THByteTensor* self) {
+  const char* fn = "THByteTensor_setRNGState";
+  need(fn, {{gen, 1, "gen", "THGenerator*"}, {self, 2, "self", "THByteTensor*"}});
+  const Tensor bytes = torch::stable::contiguous(borrow(self));
+  if (is_cuda(bytes)) throw std::runtime_error(std::string(fn) + ": self must be a CPU tensor");
+  const std::string text(static_cast<const char*>(bytes.data_ptr()), numel(self));
+  std::istringstream in(text);
+  std::string tag;
+  THGenerator next;
+  in >> tag >> next.engine >> next.initial_seed >> next.has_normal >> std::hexfloat >> next.normal;
+  if (!in || tag != "kfl-rng1")
+    throw std::runtime_error(std::string(fn) +
+                             ": RNG state is invalid (not one THByteTensor_getRNGState made)");
+  *gen = next;
+}
 
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
 // THC's random numbers: torch's CUDA generator, THC's parameters

@@ -729,6 +729,14 @@ TH_FORALL_CPU_FLOAT_TENSORS(TH_TENSOR_FLOAT_RANDOM_API)
 TH_TENSOR_MULTINOMIAL_API(THFloatTensor)
 TH_TENSOR_MULTINOMIAL_API(THDoubleTensor)
 #undef TH_TENSOR_MULTINOMIAL_API
+/* A THGenerator's whole state into a byte tensor, and back (from one that
+ * getRNGState made). */
+void THByteTensor_getRNGState(THGenerator* gen, struct THByteTensor* self);
+void THByteTensor_setRNGState(THGenerator* gen, struct THByteTensor* self);
+/* "torch.FloatTensor of size 2x3" (T_desc), as T_sizeDesc in its buffer. */
+#define TH_TENSOR_DESC_API(T, S, real, dtype) THDescBuff T##_desc(const T* tensor);
+TH_FORALL_CPU_TENSORS(TH_TENSOR_DESC_API)
+#undef TH_TENSOR_DESC_API
 #undef TH_TENSOR_RANDOM_API
 #undef TH_TENSOR_FLOAT_RANDOM_API
 
@@ -792,6 +800,61 @@ TH_FORALL_CPU_TENSORS(TH_CPU_STORAGE_COPY_API)
   void V##_copy(real* y, const real* x, const ptrdiff_t n);                              \
   void V##_vectorDispatchInit(void);
 TH_FORALL_CPU_VECTORS(TH_VECTOR_API)
+
+/* r := a random permutation of 0 .. n - 1 (T_randperm; gen NULL: torch's
+ * generator); r := t's elements in the shape size, a copy (T_reshape);
+ * r [N1, N2] := gain times the squared distance of each row of m1 to each row
+ * of m2 (T_match); hist [rows, nbins] := each row's histc over one range
+ * (bhistc, float and double; minvalue == maxvalue: the tensor's range).
+ * THByteTensor_logicalall / logicalany: whether all / any element is nonzero. */
+#define TH_TENSOR_SHAPE_API(T, real)                        \
+  void T##_randperm(T* r, THGenerator* gen, int64_t n);     \
+  void T##_reshape(T* r, T* t, struct THLongStorage* size); \
+  void T##_match(T* r, T* m1, T* m2, real gain);
+#define TH_CPU_SHAPE_API(T, S, real, dtype) TH_TENSOR_SHAPE_API(T, real)
+TH_FORALL_CPU_INT_TENSORS(TH_CPU_SHAPE_API)
+TH_TENSOR_SHAPE_API(THFloatTensor, float)
+TH_TENSOR_SHAPE_API(THDoubleTensor, double)
+#undef TH_CPU_SHAPE_API
+#undef TH_TENSOR_SHAPE_API
+void THFloatTensor_bhistc(THFloatTensor* hist, THFloatTensor* tensor, int64_t nbins, float minvalue,
+                          float maxvalue);
+void THDoubleTensor_bhistc(THDoubleTensor* hist, THDoubleTensor* tensor, int64_t nbins,
+                           double minvalue, double maxvalue);
+int THByteTensor_logicalall(THByteTensor* self);
+int THByteTensor_logicalany(THByteTensor* self);
+
+/* THStorage.h's shape arithmetic: newInferSize(size, n) a new storage of size
+ * with its one -1 inferred for n elements; inferSize2 / inferSizeN write
+ * into output the shape that shapes (C arrays of sizes and their counts)
+ * broadcast to, and inferExpandGeometry the sizes and strides (arrays from
+ * THAlloc, the caller's to THFree) a tensor of sizes and strides expands to;
+ * each answers 0, or -1 with the reason in error_buffer. S_resize(s, n)
+ * grows or shrinks a CPU storage (made by S_new*, or from T_storage); every
+ * tensor over it sees the new memory. THSize_isSameSizeAs and
+ * THSize_nElement over C arrays of sizes (no dimensions: 0 elements);
+ * THLogAdd / THLogSub: log(a +- b) from log a and log b; THExpMinusApprox(x):
+ * exp(-x) for x >= 0, 0 from 13 on; TH_float2halfbits / TH_halfbits2float
+ * between a float and a half's bits. */
+THLongStorage* THLongStorage_newInferSize(THLongStorage* size, ptrdiff_t nElement);
+int THLongStorage_inferSize2(THLongStorage* output, int64_t* sizesA, int64_t dimsA, int64_t* sizesB,
+                             int64_t dimsB, char* error_buffer, int buffer_len);
+int THLongStorage_inferSizeN(THLongStorage* output, int n, int64_t** sizes, int64_t* dims,
+                             char* error_buffer, int buffer_len);
+int THLongStorage_inferExpandGeometry(int64_t* tensorSizes, int64_t* tensorStrides,
+                                      int64_t tensorDim, THLongStorage* sizes,
+                                      int64_t** expandedSizes, int64_t** expandedStrides,
+                                      char* error_buffer, int buffer_len);
+#define TH_STORAGE_RESIZE_API(T, S, real, dtype) void S##_resize(S* self, ptrdiff_t size);
+TH_FORALL_CPU_TENSORS(TH_STORAGE_RESIZE_API)
+#undef TH_STORAGE_RESIZE_API
+int THSize_isSameSizeAs(const int64_t* sizeA, int64_t dimsA, const int64_t* sizeB, int64_t dimsB);
+ptrdiff_t THSize_nElement(int64_t dims, int64_t* size);
+double THLogAdd(double log_a, double log_b);
+double THLogSub(double log_a, double log_b);
+double THExpMinusApprox(const double x);
+void TH_float2halfbits(float* src, unsigned short* dest);
+void TH_halfbits2float(unsigned short* src, float* res);
 
 /* TH's BLAS on raw column-major data, as Fortran BLAS takes it (trans: 'n',
  * 't' or 'c'; C = alpha op(A) op(B) + beta C, y = alpha op(A) x + beta y;
