@@ -707,7 +707,7 @@ def test_coverage_table_reads_the_headers():
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
     missing = (
-        "THFloatTensor_conv2Dmv",
+        "THFile_readFloat",
         "THDiskFile_new",
         "THFloatLapack_gesv",
         "THFloatStorage_newWithMapping",
@@ -1586,6 +1586,59 @@ def test_rng_state_shapes_and_small_helpers(logic):
     assert _misc(logic, 10)[0] == 1  # a storage resized
     with pytest.raises(RuntimeError, match=r"THLongStorage_newInferSize: only one dimension can be inferred"):
         _misc(logic, 11)
+
+
+def _conv(logic, which, t, k, s1=1, s2=1, beta=0.0, r=None):
+    r = torch.full((1,), float("nan"), dtype=torch.float64) if r is None else r
+    assert logic.conv_op(r, t, k, which, s1, s2, beta) == 1
+    return r
+
+
+def test_conv2d_families_match_torch(logic):
+    F = torch.nn.functional
+    t, k = _rand(3, 9, 8, seed=75), _rand(4, 3, 3, 2, seed=76)  # input [I, H, W], kernel [O, I, kh, kw]
+    close(_conv(logic, 0, t, k, 2, 1), 2 * F.conv2d(t[None], k, stride=(2, 1))[0])  # valid correlation
+    close(_conv(logic, 1, t, k), 2 * F.conv2d(t[None], k.flip(2, 3))[0])  # valid convolution
+    full = 2 * F.conv_transpose2d(t[None], k.transpose(0, 1), stride=(2, 1))[0]
+    close(_conv(logic, 2, t, k, 2, 1), full)  # full convolution: each input scatters the kernel
+    close(
+        _conv(logic, 3, t, k, 2, 1),
+        2 * F.conv_transpose2d(t[None], k.flip(2, 3).transpose(0, 1), stride=(2, 1))[0],
+    )
+    # beta: r of as many elements is scaled and added to
+    r0 = _rand(4, 7, 7, seed=77)
+    close(_conv(logic, 0, t, k, 1, 1, 0.5, r0.clone()), 0.5 * r0 + 2 * F.conv2d(t[None], k)[0])
+    kk = _rand(5, 3, 2, seed=78)  # ger: kernel planes [K, kh, kw] -> [K, I, ...]
+    close(_conv(logic, 4, t, kk), 2 * F.conv2d(t[:, None], kk[:, None]).transpose(0, 1))
+    close(_conv(logic, 5, t, kk, 2, 2), 2 * F.conv2d(t[:, None], kk[:, None], dilation=2).transpose(0, 1))
+    batch, bk = _rand(2, 3, 9, 8, seed=79), _rand(2, 5, 3, 2, seed=80)
+    want = sum(F.conv2d(batch[b][:, None], bk[b][:, None], dilation=1).transpose(0, 1) for b in range(2))
+    close(_conv(logic, 11, batch, bk), 2 * want)  # Revgerm: summed over the batch
+    close(_conv(logic, 6, batch, k), 2 * F.conv2d(batch, k))  # mm
+    close(_conv(logic, 7, t[0], k[0, 0]), 2 * F.conv2d(t[0][None, None], k[0, 0][None, None])[0, 0])  # mul
+    close(_conv(logic, 8, t, k[0]), 2 * F.conv2d(t[None], k[0][:, None], groups=3)[0])  # cmul
+    vol, vk = _rand(2, 6, 7, 8, seed=81), _rand(3, 2, 2, 3, 2, seed=82)
+    close(_conv(logic, 9, vol, vk, 2, 1), 2 * F.conv3d(vol[None], vk, stride=(2, 2, 1))[0])
+    full3 = 2 * F.conv_transpose3d(vol[:, None], vk[:, 0][None]).transpose(0, 1)
+    close(_conv(logic, 13, vol, vk[:, 0]), full3)  # 3D ger, full convolution: [K, I, ...]
+    r = torch.ones(7, 7, dtype=torch.float64)  # the raw kernel accumulates
+    close(
+        _conv(logic, 10, t[0], k[0, 0], 1, 1, r=r),
+        1 + 2 * F.conv2d(t[0][None, None], k[0, 0][None, None])[0, 0],
+    )
+    with pytest.raises(
+        RuntimeError, match=r"THDoubleTensor_conv2Dmv: type of convolution can be 'V' or 'F', got \"Q\""
+    ):
+        _conv(logic, 12, t, k)
+    with pytest.raises(RuntimeError, match=r"THDoubleTensor_conv2Dmv: invalid number of input planes"):
+        _conv(logic, 0, t, _rand(4, 2, 3, 2, seed=83))
+    with pytest.raises(RuntimeError, match=r"THDoubleTensor_conv2Dmv: Input image is smaller than kernel"):
+        _conv(logic, 0, t, _rand(4, 3, 10, 2, seed=84))
+    ti = torch.randint(-5, 5, (2, 6, 6), dtype=torch.int32)
+    ki = torch.randint(-5, 5, (3, 2, 3, 3), dtype=torch.int32)
+    ri = torch.zeros(1, dtype=torch.int32)
+    assert logic.conv_int(ri, ti, ki) == 1
+    assert torch.equal(ri, F.conv2d(ti[None].double(), ki.double())[0].int())  # exact in int32
 
 
 def test_expand_nd_broadcasts_every_tensor_to_one_shape(logic):

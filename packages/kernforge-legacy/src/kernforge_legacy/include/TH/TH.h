@@ -856,6 +856,59 @@ double THExpMinusApprox(const double x);
 void TH_float2halfbits(float* src, unsigned short* dest);
 void TH_halfbits2float(unsigned short* src, float* res);
 
+/* TH's convolutions (THTensorConv.h), CPU, for the seven types TH had them
+ * for. Raw memory: r += alpha * op(t, k) for contiguous planes (2D: ir x ic,
+ * 3D: it x ir x ic) and kernels, strides s: validXCorr (correlation, the
+ * output (i - k) / s + 1), validConv (the kernel reversed), fullConv (each
+ * input element scatters the kernel, output (i - 1) * s + k), fullXCorr
+ * (the kernel reversed), validXCorrRev (the kernel gradient of a strided
+ * correlation, output i - (k - 1) * s). Tensors: r = beta * r + alpha * the
+ * sum over planes (r taken as zeros where it had another number of
+ * elements): conv2Dmv (input [I, H, W], kernel [O, I, kh, kw] -> [O, ...]),
+ * conv2Dmm (a batch of those), conv2Dger (input [I, ...], kernel [K, ...] ->
+ * [K, I, ...]), conv2DRevger / conv2DRevgerm (its Rev form, germ summed over
+ * a batch), conv2Dmul (one plane), conv2Dcmul (plane by plane), and the
+ * 3D forms; vf "V" valid or "F" full, xc "X" correlation or "C" convolution. */
+#define TH_TENSOR_CONV_PTR(T, real, name2, name3)                                                \
+  void T##_##name2(real* r_, real alpha, real* t_, int64_t ir, int64_t ic, real* k_, int64_t kr, \
+                   int64_t kc, int64_t sr, int64_t sc);                                          \
+  void T##_##name3(real* r_, real alpha, real* t_, int64_t it, int64_t ir, int64_t ic, real* k_, \
+                   int64_t kt, int64_t kr, int64_t kc, int64_t st, int64_t sr, int64_t sc);
+#define TH_TENSOR_CONV_API(T, real)                                                               \
+  TH_TENSOR_CONV_PTR(T, real, validXCorr2Dptr, validXCorr3Dptr)                                   \
+  TH_TENSOR_CONV_PTR(T, real, validConv2Dptr, validConv3Dptr)                                     \
+  TH_TENSOR_CONV_PTR(T, real, fullXCorr2Dptr, fullXCorr3Dptr)                                     \
+  TH_TENSOR_CONV_PTR(T, real, fullConv2Dptr, fullConv3Dptr)                                       \
+  TH_TENSOR_CONV_PTR(T, real, validXCorr2DRevptr, validXCorr3DRevptr)                             \
+  void T##_conv2DRevger(T* r_, real beta, real alpha, T* t_, T* k_, int64_t srow, int64_t scol);  \
+  void T##_conv2DRevgerm(T* r_, real beta, real alpha, T* t_, T* k_, int64_t srow, int64_t scol); \
+  void T##_conv3DRevger(T* r_, real beta, real alpha, T* t_, T* k_, int64_t sdepth, int64_t srow, \
+                        int64_t scol);                                                            \
+  TH_TENSOR_CONV_2D(T, real, conv2Dger)                                                           \
+  TH_TENSOR_CONV_2D(T, real, conv2Dmv)                                                            \
+  TH_TENSOR_CONV_2D(T, real, conv2Dmm)                                                            \
+  TH_TENSOR_CONV_2D(T, real, conv2Dmul)                                                           \
+  TH_TENSOR_CONV_2D(T, real, conv2Dcmul)                                                          \
+  TH_TENSOR_CONV_3D(T, real, conv3Dger)                                                           \
+  TH_TENSOR_CONV_3D(T, real, conv3Dmv)                                                            \
+  TH_TENSOR_CONV_3D(T, real, conv3Dmul)                                                           \
+  TH_TENSOR_CONV_3D(T, real, conv3Dcmul)
+#define TH_TENSOR_CONV_2D(T, real, name)                                                  \
+  void T##_##name(T* r_, real beta, real alpha, T* t_, T* k_, int64_t srow, int64_t scol, \
+                  const char* vf, const char* xc);
+#define TH_TENSOR_CONV_3D(T, real, name)                                                    \
+  void T##_##name(T* r_, real beta, real alpha, T* t_, T* k_, int64_t sdepth, int64_t srow, \
+                  int64_t scol, const char* vf, const char* xc);
+#define TH_CPU_CONV_API(T, S, real, dtype) TH_TENSOR_CONV_API(T, real)
+TH_FORALL_CPU_INT_TENSORS(TH_CPU_CONV_API)
+TH_TENSOR_CONV_API(THFloatTensor, float)
+TH_TENSOR_CONV_API(THDoubleTensor, double)
+#undef TH_CPU_CONV_API
+#undef TH_TENSOR_CONV_API
+#undef TH_TENSOR_CONV_PTR
+#undef TH_TENSOR_CONV_2D
+#undef TH_TENSOR_CONV_3D
+
 /* TH's BLAS on raw column-major data, as Fortran BLAS takes it (trans: 'n',
  * 't' or 'c'; C = alpha op(A) op(B) + beta C, y = alpha op(A) x + beta y;
  * beta 0 ignores what C or y held; A += alpha x y^T for ger). Vectors are n
