@@ -707,8 +707,8 @@ def test_coverage_table_reads_the_headers():
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
     missing = (
-        "THFile_readFloat",
-        "THDiskFile_new",
+        "THAtomicAdd",
+        "THCudaStorage_resize",
         "THFloatLapack_gesv",
         "THFloatStorage_newWithMapping",
     )
@@ -1639,6 +1639,18 @@ def test_conv2d_families_match_torch(logic):
     ri = torch.zeros(1, dtype=torch.int32)
     assert logic.conv_int(ri, ti, ki) == 1
     assert torch.equal(ri, F.conv2d(ti[None].double(), ki.double())[0].int())  # exact in int32
+
+
+def test_th_files_in_memory_and_on_disk(logic):
+    text = torch.zeros(1, dtype=torch.uint8)
+    assert logic.file_op(text, 0) == 1  # ASCII in memory, read back
+    assert bytes(text.tolist()) == b"1 -2 30\n2.5\n"  # TH's text: spaced, a newline a call
+    assert logic.file_op(text, 1) == 1  # binary on disk, big-endian, 4-byte longs
+    with pytest.raises(RuntimeError, match=r"THFile_readIntRaw: read error: read 1 blocks instead of 3"):
+        logic.file_op(text, 2)
+    assert logic.file_op(text, 3) == 1  # quiet: the count and the error flag
+    with pytest.raises(RuntimeError, match=r"THFile_writeIntScalar: attempt to write in a read-only file"):
+        logic.file_op(text, 4)
 
 
 def test_expand_nd_broadcasts_every_tensor_to_one_shape(logic):

@@ -909,6 +909,74 @@ TH_TENSOR_CONV_API(THDoubleTensor, double)
 #undef TH_TENSOR_CONV_2D
 #undef TH_TENSOR_CONV_3D
 
+/* TH's files. A THFile (THDiskFile_new(name, mode, isQuiet) on disk,
+ * THPipeFile_new(command, mode, isQuiet) through a pipe,
+ * THMemoryFile_new(mode) / THMemoryFile_newWithStorage(chars, mode) in
+ * memory; mode "r", "w" or "rw") reads and writes TH's numbers: ASCII by
+ * default (numbers as text, space-separated, a newline after each call with
+ * auto-spacing), THFile_binary for the machine's bytes (THDiskFile_*Endian
+ * for another byte order, THDiskFile_longSize for 4-byte longs). Bytes and
+ * chars are raw in both. read<Type>Scalar / write<Type>Scalar one value,
+ * read<Type> / write<Type> a whole storage, read<Type>Raw / write<Type>Raw n
+ * values of memory, each answering how many it moved; fewer than asked is an
+ * error, or with THFile_quiet the file's error flag (THFile_hasError).
+ * readStringRaw(f, "*a" or "*l", &str) reads the rest of the file or line
+ * into a string the caller THFrees. THMemoryFile_storage gives what a memory
+ * file holds, NUL-terminated, as a THCharStorage the file keeps. */
+typedef struct THFile__ THFile;
+int THFile_isOpened(THFile* self);
+int THFile_isQuiet(THFile* self);
+int THFile_isReadable(THFile* self);
+int THFile_isWritable(THFile* self);
+int THFile_isBinary(THFile* self);
+int THFile_isAutoSpacing(THFile* self);
+int THFile_hasError(THFile* self);
+void THFile_binary(THFile* self);
+void THFile_ascii(THFile* self);
+void THFile_autoSpacing(THFile* self);
+void THFile_noAutoSpacing(THFile* self);
+void THFile_quiet(THFile* self);
+void THFile_pedantic(THFile* self);
+void THFile_clearError(THFile* self);
+#define TH_FILE_IO_API(Name, real, Storage)                          \
+  real THFile_read##Name##Scalar(THFile* self);                      \
+  void THFile_write##Name##Scalar(THFile* self, real scalar);        \
+  size_t THFile_read##Name(THFile* self, Storage* storage);          \
+  size_t THFile_write##Name(THFile* self, Storage* storage);         \
+  size_t THFile_read##Name##Raw(THFile* self, real* data, size_t n); \
+  size_t THFile_write##Name##Raw(THFile* self, real* data, size_t n);
+TH_FILE_IO_API(Byte, uint8_t, THByteStorage)
+TH_FILE_IO_API(Char, int8_t, THCharStorage)
+TH_FILE_IO_API(Short, int16_t, THShortStorage)
+TH_FILE_IO_API(Int, int32_t, THIntStorage)
+TH_FILE_IO_API(Long, int64_t, THLongStorage)
+TH_FILE_IO_API(Float, float, THFloatStorage)
+TH_FILE_IO_API(Double, double, THDoubleStorage)
+TH_FILE_IO_API(Half, THHalf, THHalfStorage)
+#undef TH_FILE_IO_API
+size_t THFile_readStringRaw(THFile* self, const char* format, char** str_);
+size_t THFile_writeStringRaw(THFile* self, const char* str, size_t size);
+void THFile_synchronize(THFile* self);
+void THFile_seek(THFile* self, size_t position);
+void THFile_seekEnd(THFile* self);
+size_t THFile_position(THFile* self);
+void THFile_close(THFile* self);
+void THFile_free(THFile* self);
+THFile* THDiskFile_new(const char* name, const char* mode, int isQuiet);
+THFile* THPipeFile_new(const char* name, const char* mode, int isQuiet);
+const char* THDiskFile_name(THFile* self);
+int THDiskFile_isLittleEndianCPU(void);
+int THDiskFile_isBigEndianCPU(void);
+void THDiskFile_nativeEndianEncoding(THFile* self);
+void THDiskFile_littleEndianEncoding(THFile* self);
+void THDiskFile_bigEndianEncoding(THFile* self);
+void THDiskFile_longSize(THFile* self, int size);
+void THDiskFile_noBuffer(THFile* self);
+THFile* THMemoryFile_newWithStorage(THCharStorage* storage, const char* mode);
+THFile* THMemoryFile_new(const char* mode);
+THCharStorage* THMemoryFile_storage(THFile* self);
+void THMemoryFile_longSize(THFile* self, int size);
+
 /* TH's BLAS on raw column-major data, as Fortran BLAS takes it (trans: 'n',
  * 't' or 'c'; C = alpha op(A) op(B) + beta C, y = alpha op(A) x + beta y;
  * beta 0 ignores what C or y held; A += alpha x y^T for ger). Vectors are n
