@@ -474,10 +474,10 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
         "int f(THFloatTensor *x);",
         "#include <TH/TH.h>\n"
         "void THFloatLapack_gesv(THFloatTensor *, THFloatTensor *, long, float, float);\n"
-        "void THAtomicAdd(THFloatTensor *, THFloatTensor *, THFloatTensor *, int);\n"
+        "void THMapAllocator_new(THFloatTensor *, THFloatTensor *, THFloatTensor *, int);\n"
         "int helper_of_mine(int);\n"
         "int f(THFloatTensor *x) {\n  THFloatLapack_gesv(x, x, 4, 0.0f, 1.0f);\n"
-        "  THAtomicAdd(x, x, x, 0);\n  return helper_of_mine(1);\n}\n",
+        "  THMapAllocator_new(x, x, x, 0);\n  return helper_of_mine(1);\n}\n",
         verbose=False,
     )
     ext.sources.append(tmp_path / "g.c")
@@ -486,8 +486,8 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
     assert str(info.value) == (
         "building f failed: functions the code calls are defined nowhere\n"
         "TH/THC functions kernforge-legacy does not provide (see its porting guide):\n"
-        "  THAtomicAdd  (called in f.c)\n"
         "  THFloatLapack_gesv  (called in f.c, g.c)\n"
+        "  THMapAllocator_new  (called in f.c)\n"
         "other functions, in no source or library of the build:\n"
         "  helper_of_mine  (called in f.c)"
     )

@@ -707,7 +707,7 @@ def test_coverage_table_reads_the_headers():
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
     missing = (
-        "THAtomicAdd",
+        "THMapAllocatorContext_new",
         "THCudaStorage_resize",
         "THFloatLapack_gesv",
         "THFloatStorage_newWithMapping",
@@ -1651,6 +1651,12 @@ def test_th_files_in_memory_and_on_disk(logic):
     assert logic.file_op(text, 3) == 1  # quiet: the count and the error flag
     with pytest.raises(RuntimeError, match=r"THFile_writeIntScalar: attempt to write in a read-only file"):
         logic.file_op(text, 4)
+
+
+def test_th_atomics(logic):
+    assert logic.atomic_op(0) == 1
+    with pytest.raises(RuntimeError, match=r"THAtomicGet: a is NULL"):
+        logic.atomic_op(1)
 
 
 def test_expand_nd_broadcasts_every_tensor_to_one_shape(logic):

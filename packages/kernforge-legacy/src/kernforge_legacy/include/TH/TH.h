@@ -977,6 +977,21 @@ THFile* THMemoryFile_new(const char* mode);
 THCharStorage* THMemoryFile_storage(THFile* self);
 void THMemoryFile_longSize(THFile* self, int size);
 
+/* TH's atomics (THAtomic.h) on int, long and ptrdiff_t: Set, Get, Add (the
+ * value before), CompareAndSwap (1 where *a was oldvalue and is now
+ * newvalue, else 0); IncrementRef, and DecrementRef (1 where it reached 0). */
+#define TH_ATOMIC_API(Suffix, V)                       \
+  void THAtomicSet##Suffix(V volatile* a, V newvalue); \
+  V THAtomicGet##Suffix(V volatile* a);                \
+  V THAtomicAdd##Suffix(V volatile* a, V value);       \
+  V THAtomicCompareAndSwap##Suffix(V volatile* a, V oldvalue, V newvalue);
+TH_ATOMIC_API(, int)
+TH_ATOMIC_API(Long, long)
+TH_ATOMIC_API(Ptrdiff, ptrdiff_t)
+#undef TH_ATOMIC_API
+void THAtomicIncrementRef(int volatile* a);
+int THAtomicDecrementRef(int volatile* a);
+
 /* TH's BLAS on raw column-major data, as Fortran BLAS takes it (trans: 'n',
  * 't' or 'c'; C = alpha op(A) op(B) + beta C, y = alpha op(A) x + beta y;
  * beta 0 ignores what C or y held; A += alpha x y^T for ger). Vectors are n
