@@ -255,6 +255,28 @@ DiskFile* disk(THFile* f, const char* fn) {
   return d;
 }
 
+// A file on disk (mode "r", "w" or "rw") or a pipe to a command (not both
+// ways); one that cannot open raises, or (isQuiet) is NULL
+THFile* open_disk(const char* name, const char* mode, int isQuiet, bool pipe, const char* fn) {
+  if (name == nullptr) throw std::runtime_error(std::string(fn) + ": name is NULL");
+  bool readable, writable;
+  parse_mode(mode, readable, writable, fn);
+  if (pipe && readable && writable)
+    throw std::runtime_error(std::string(fn) + ": a pipe is read or written, not both");
+  const char* how = readable && writable ? (access(name, F_OK) == 0 ? "r+b" : "w+b")
+                    : readable           ? "rb"
+                                         : "wb";
+  FILE* handle = pipe ? popen(name, readable ? "r" : "w") : std::fopen(name, how);
+  if (handle == nullptr) {
+    if (isQuiet) return nullptr;
+    throw std::runtime_error(std::string(fn) + ": cannot open <" + name + "> in mode " + mode);
+  }
+  auto* f = new DiskFile();
+  f->handle = handle, f->pipe = pipe, f->name = name, f->readable = readable;
+  f->writable = writable, f->quiet = isQuiet != 0;
+  return f;
+}
+
 MemoryFile* memory(THFile* f, const char* fn) {
   auto* m = dynamic_cast<MemoryFile*>(file(f, fn));
   if (m == nullptr) throw std::runtime_error(std::string(fn) + ": the file is not a memory file");
@@ -373,41 +395,12 @@ void THFile_free(THFile* self) {
 
 // name, mode "r", "w" or "rw"; a file that cannot open raises, or (isQuiet) is NULL
 THFile* THDiskFile_new(const char* name, const char* mode, int isQuiet) {
-  const char* fn = "THDiskFile_new";
-  if (name == nullptr) throw std::runtime_error(std::string(fn) + ": name is NULL");
-  bool readable, writable;
-  parse_mode(mode, readable, writable, fn);
-  const char* how = readable && writable ? (access(name, F_OK) == 0 ? "r+b" : "w+b")
-                    : readable           ? "rb"
-                                         : "wb";
-  FILE* handle = std::fopen(name, how);
-  if (handle == nullptr) {
-    if (isQuiet) return nullptr;
-    throw std::runtime_error(std::string(fn) + ": cannot open <" + name + "> in mode " + mode);
-  }
-  auto* f = new DiskFile();
-  f->handle = handle, f->name = name, f->readable = readable, f->writable = writable;
-  f->quiet = isQuiet != 0;
-  return f;
+  return open_disk(name, mode, isQuiet, false, "THDiskFile_new");
 }
 
 // a command's output (mode "r") or input ("w")
 THFile* THPipeFile_new(const char* name, const char* mode, int isQuiet) {
-  const char* fn = "THPipeFile_new";
-  if (name == nullptr) throw std::runtime_error(std::string(fn) + ": name is NULL");
-  bool readable, writable;
-  parse_mode(mode, readable, writable, fn);
-  if (readable && writable)
-    throw std::runtime_error(std::string(fn) + ": a pipe is read or written, not both");
-  FILE* handle = popen(name, readable ? "r" : "w");
-  if (handle == nullptr) {
-    if (isQuiet) return nullptr;
-    throw std::runtime_error(std::string(fn) + ": cannot open <" + name + "> in mode " + mode);
-  }
-  auto* f = new DiskFile();
-  f->handle = handle, f->pipe = true, f->name = name, f->readable = readable;
-  f->writable = writable, f->quiet = isQuiet != 0;
-  return f;
+  return open_disk(name, mode, isQuiet, true, "THPipeFile_new");
 }
 
 const char* THDiskFile_name(THFile* self) {

@@ -139,6 +139,22 @@ R* data(const Tensor& t) {
   return static_cast<R*>(t.data_ptr());
 }
 
+// The extent of a plane (d = 2) or volume (d = 3) whose sizes start at s[first]
+Ext ext_of(const std::vector<int64_t>& s, size_t first, int d) {
+  return d == 2 ? Ext{1, s[first], s[first + 1]} : Ext{s[first], s[first + 1], s[first + 2]};
+}
+
+// The output planes' extent, checked, and r's shape: `lead` then the extent
+Ext planned(const Tensor& in, const Tensor& ke, Ext ie, Ext kx, Ext s, Kind kind, int d,
+            std::vector<int64_t>& shape, const char* fn) {
+  check_ptr(in.data_ptr(), in.data_ptr(), ke.data_ptr(), ie, kx, s, kind, fn);
+  const Ext o = out_ext(kind, ie, kx, s);
+  if (d == 3) shape.push_back(o.t);
+  shape.push_back(o.r);
+  shape.push_back(o.c);
+  return o;
+}
+
 // ger: r[k, i] = conv(t[i], kernel[k]) over planes of input [I, ...] and kernel [K, ...]
 // (Rev: the strided kernel-gradient form; germ: summed over a batch, input [B, I, ...]
 // and kernel [B, K, ...])
@@ -152,16 +168,9 @@ void ger(const void* r, R beta, R alpha, const void* t, const void* k, Ext s, Ki
   const int64_t B = batched ? is[0] : 1, I = is[extra], K = ks[extra];
   if (batched && ks[0] != B)
     throw std::runtime_error(std::string(fn) + ": Input batch and kernel batch is not same size");
-  const Ext ie = d == 2 ? Ext{1, is[extra + 1], is[extra + 2]}
-                        : Ext{is[extra + 1], is[extra + 2], is[extra + 3]};
-  const Ext kx = d == 2 ? Ext{1, ks[extra + 1], ks[extra + 2]}
-                        : Ext{ks[extra + 1], ks[extra + 2], ks[extra + 3]};
-  check_ptr(in.data_ptr(), in.data_ptr(), ke.data_ptr(), ie, kx, s, kind, fn);
-  const Ext o = out_ext(kind, ie, kx, s);
+  const Ext ie = ext_of(is, extra + 1, d), kx = ext_of(ks, extra + 1, d);
   std::vector<int64_t> shape = {K, I};
-  if (d == 3) shape.push_back(o.t);
-  shape.push_back(o.r);
-  shape.push_back(o.c);
+  const Ext o = planned(in, ke, ie, kx, s, kind, d, shape, fn);
   Tensor out = start<R>(r, shape, beta, fn);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t kk = 0; kk < K; ++kk)
@@ -184,17 +193,11 @@ void mv(const void* r, R beta, R alpha, const void* t, const void* k, Ext s, Kin
   if (ks[1] != I)
     throw std::runtime_error(std::string(fn) + ": invalid number of input planes: the kernel has " +
                              std::to_string(ks[1]) + ", the input " + std::to_string(I));
-  const Ext ie = d == 2 ? Ext{1, is[extra + 1], is[extra + 2]}
-                        : Ext{is[extra + 1], is[extra + 2], is[extra + 3]};
-  const Ext kx = d == 2 ? Ext{1, ks[2], ks[3]} : Ext{ks[2], ks[3], ks[4]};
-  check_ptr(in.data_ptr(), in.data_ptr(), ke.data_ptr(), ie, kx, s, kind, fn);
-  const Ext o = out_ext(kind, ie, kx, s);
+  const Ext ie = ext_of(is, extra + 1, d), kx = ext_of(ks, 2, d);
   std::vector<int64_t> shape;
   if (batched) shape.push_back(B);
   shape.push_back(O);
-  if (d == 3) shape.push_back(o.t);
-  shape.push_back(o.r);
-  shape.push_back(o.c);
+  const Ext o = planned(in, ke, ie, kx, s, kind, d, shape, fn);
   Tensor out = start<R>(r, shape, beta, fn);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t oo = 0; oo < O; ++oo)
@@ -218,17 +221,10 @@ void mul(const void* r, R beta, R alpha, const void* t, const void* k, Ext s, Ki
     throw std::runtime_error(std::string(fn) +
                              ": kernel and input must have the same number of planes, got " +
                              std::to_string(ks[0]) + " and " + std::to_string(N));
-  const Ext ie =
-      d == 2 ? Ext{1, is[extra], is[extra + 1]} : Ext{is[extra], is[extra + 1], is[extra + 2]};
-  const Ext kx =
-      d == 2 ? Ext{1, ks[extra], ks[extra + 1]} : Ext{ks[extra], ks[extra + 1], ks[extra + 2]};
-  check_ptr(in.data_ptr(), in.data_ptr(), ke.data_ptr(), ie, kx, s, kind, fn);
-  const Ext o = out_ext(kind, ie, kx, s);
+  const Ext ie = ext_of(is, extra, d), kx = ext_of(ks, extra, d);
   std::vector<int64_t> shape;
   if (planewise) shape.push_back(N);
-  if (d == 3) shape.push_back(o.t);
-  shape.push_back(o.r);
-  shape.push_back(o.c);
+  const Ext o = planned(in, ke, ie, kx, s, kind, d, shape, fn);
   Tensor out = start<R>(r, shape, beta, fn);
   for (int64_t p = 0; p < N; ++p)
     planes<R>(data<R>(out) + p * o.n(), alpha, data<R>(in) + p * ie.n(), ie,
