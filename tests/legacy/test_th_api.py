@@ -1659,6 +1659,41 @@ def test_th_atomics(logic):
         logic.atomic_op(1)
 
 
+def test_integer_products_dot_and_cinv(logic):
+    gen = torch.Generator().manual_seed(85)
+
+    def ints(*shape):
+        return torch.randint(-9, 10, shape, generator=gen, dtype=torch.int32)
+
+    def run(which, t, a, b):
+        r = torch.full((1,), -7, dtype=torch.int32)
+        assert logic.int_product_op(r, t, a, b, which) == 1
+        return r
+
+    m1, m2, v, w = ints(3, 4), ints(4, 5), ints(4), ints(5)
+    assert torch.equal(run(0, ints(3, 5) * 0 + 1, m1, m2), 2 + 3 * (m1 @ m2))  # addmm, exact
+    t = ints(3)
+    assert torch.equal(run(1, t, m1, v), 2 * t + 3 * (m1 @ v))  # addmv
+    t = ints(4, 5)
+    assert torch.equal(run(2, t, v, w), 2 * t + 3 * torch.outer(v, w))  # addr
+    b1, b2, t = ints(2, 3, 4), ints(2, 4, 5), ints(3, 5)
+    assert torch.equal(run(3, t, b1, b2), 2 * t + 3 * (b1 @ b2).sum(0))  # addbmm
+    t = ints(2, 3, 5)
+    assert torch.equal(run(4, t, b1, b2), 2 * t + 3 * (b1 @ b2))  # baddbmm
+    assert logic.int_product_op(t, t, v, v, 5) == int((v * v).sum())  # dot
+    d = torch.tensor([1, -1, 2, 7], dtype=torch.int32)
+    assert torch.equal(run(6, t, d, d), torch.tensor([1, -1, 0, 0], dtype=torch.int32))  # cinv, C's division
+    with pytest.raises(
+        RuntimeError,
+        match=r"THIntTensor_addmm: matrices \[n, k\] and \[k, p\] expected, got \[3 x 4\] and \[3 x 4\]",
+    ):
+        run(0, ints(3, 4), m1, m1)
+    with pytest.raises(RuntimeError, match=r"THIntTensor_addmm: t must be \[3 x 5\], got \[2 x 5\]"):
+        run(0, ints(2, 5), m1, m2)
+    with pytest.raises(RuntimeError, match=r"THIntTensor_cinv: integer division by 0"):
+        run(6, t, torch.zeros(2, dtype=torch.int32), d)
+
+
 def test_expand_nd_broadcasts_every_tensor_to_one_shape(logic):
     a, b = _rand(3, 1, dtype=torch.float32, seed=55), _rand(4, dtype=torch.float32, seed=56)
     ra, rb = torch.empty(0), torch.empty(0)

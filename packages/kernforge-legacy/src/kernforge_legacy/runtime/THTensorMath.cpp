@@ -705,3 +705,120 @@ int THByteTensor_logicalany(THByteTensor* self) {
 }
 
 }  // extern "C"
+
+// The integer types' BLAS-like products, dot and cinv, as TH's loops
+// computed them: in the type's own arithmetic (int64_t here, wrapping when
+// stored back to a narrower type, as C's did)
+namespace {
+
+enum class Product { mm, mv, r, bmm_sum, bmm };
+
+Tensor as_int64(const void* h, const char* fn) {
+  Tensor x = empty(sizes(h), aoti_torch_dtype_int64(), false, fn);
+  torch::stable::copy_(x, borrow(h));
+  return x;
+}
+
+// out [n, p] (+)= a [n, k] b [k, p], contiguous
+void int_mm(const int64_t* a, const int64_t* b, int64_t* out, int64_t n, int64_t k, int64_t p) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t l = 0; l < k; ++l)
+      for (int64_t j = 0; j < p; ++j) out[i * p + j] += a[i * k + l] * b[l * p + j];
+}
+
+// r := beta t + alpha (a x b), x the product `how`; t of the product's shape
+void int_product(const void* r, int64_t beta, const void* t, int64_t alpha, const void* a,
+                 const void* b, Product how, const char* fn) {
+  const std::vector<int64_t> sa = sizes(a), sb = sizes(b);
+  const auto bad = [&](const char* want) {
+    throw std::runtime_error(std::string(fn) + ": " + want + ", got " + describe(sa).str + " and " +
+                             describe(sb).str);
+  };
+  int64_t B = 1, n, k, p;
+  std::vector<int64_t> shape;
+  switch (how) {
+    case Product::mm:
+      if (sa.size() != 2 || sb.size() != 2 || sa[1] != sb[0])
+        bad("matrices [n, k] and [k, p] expected");
+      n = sa[0], k = sa[1], p = sb[1], shape = {n, p};
+      break;
+    case Product::mv:
+      if (sa.size() != 2 || sb.size() != 1 || sa[1] != sb[0])
+        bad("a matrix [n, k] and a vector [k] expected");
+      n = sa[0], k = sa[1], p = 1, shape = {n};
+      break;
+    case Product::r:
+      if (sa.size() != 1 || sb.size() != 1) bad("vectors expected");
+      n = sa[0], k = 1, p = sb[0], shape = {n, p};
+      break;
+    default:
+      if (sa.size() != 3 || sb.size() != 3 || sa[0] != sb[0] || sa[2] != sb[1])
+        bad("batches [B, n, k] and [B, k, p] expected");
+      B = sa[0], n = sa[1], k = sa[2], p = sb[2];
+      shape = how == Product::bmm ? std::vector<int64_t>{B, n, p} : std::vector<int64_t>{n, p};
+  }
+  if (sizes(t) != shape)
+    throw std::runtime_error(std::string(fn) + ": t must be " + describe(shape).str + ", got " +
+                             describe(sizes(t)).str);
+  const Tensor x = as_int64(a, fn), y = as_int64(b, fn), base = as_int64(t, fn);
+  Tensor out = empty(shape, aoti_torch_dtype_int64(), false, fn);
+  auto* o = static_cast<int64_t*>(out.data_ptr());
+  const int64_t plane = n * p;
+  std::vector<int64_t> prod(static_cast<size_t>(B * plane), 0);
+  for (int64_t i = 0; i < B; ++i)
+    int_mm(static_cast<const int64_t*>(x.data_ptr()) + i * n * k,
+           static_cast<const int64_t*>(y.data_ptr()) + i * k * p, prod.data() + i * plane, n, k, p);
+  const auto* tv = static_cast<const int64_t*>(base.data_ptr());
+  const int64_t total = how == Product::bmm ? B * plane : plane;
+  for (int64_t e = 0; e < total; ++e) {
+    int64_t v = how == Product::bmm_sum ? 0 : prod[e];
+    if (how == Product::bmm_sum)
+      for (int64_t i = 0; i < B; ++i) v += prod[i * plane + e];
+    o[e] = (beta == 0 ? 0 : beta * tv[e]) + alpha * v;
+  }
+  assign(r, out, fn);
+}
+
+}  // namespace
+
+extern "C" {
+
+#define KFL_DEFINE_INT_PRODUCT(T, real, name, how, A, B)                                          \
+  void T##_##name(T* r, real beta, T* t, real alpha, T* A, T* B) {                                \
+    const char* fn = #T "_" #name;                                                                \
+    need(fn, {{r, 1, "r", #T "*"}, {t, 3, "t", #T "*"}, {A, 5, #A, #T "*"}, {B, 6, #B, #T "*"}}); \
+    int_product(r, beta, t, alpha, A, B, how, fn);                                                \
+  }
+#define KFL_DEFINE_INT_BLAS_MATH(T, S, real, dtype)                                               \
+  KFL_DEFINE_INT_PRODUCT(T, real, addmm, Product::mm, mat1, mat2)                                 \
+  KFL_DEFINE_INT_PRODUCT(T, real, addmv, Product::mv, mat, vec)                                   \
+  KFL_DEFINE_INT_PRODUCT(T, real, addr, Product::r, vec1, vec2)                                   \
+  KFL_DEFINE_INT_PRODUCT(T, real, addbmm, Product::bmm_sum, batch1, batch2)                       \
+  KFL_DEFINE_INT_PRODUCT(T, real, baddbmm, Product::bmm, batch1, batch2)                          \
+  int64_t T##_dot(T* t, T* src) {                                                                 \
+    const char* fn = #T "_dot";                                                                   \
+    need(fn, {{t, 1, "t", #T "*"}, {src, 2, "src", #T "*"}});                                     \
+    if (numel(t) != numel(src))                                                                   \
+      throw std::runtime_error(std::string(fn) + ": t and src have " + std::to_string(numel(t)) + \
+                               " and " + std::to_string(numel(src)) + " elements");               \
+    const Tensor a = as_int64(t, fn), b = as_int64(src, fn);                                      \
+    int64_t sum = 0;                                                                              \
+    for (int64_t e = 0; e < numel(t); ++e)                                                        \
+      sum += static_cast<const int64_t*>(a.data_ptr())[e] *                                       \
+             static_cast<const int64_t*>(b.data_ptr())[e];                                        \
+    return sum;                                                                                   \
+  }                                                                                               \
+  void T##_cinv(T* r, T* t) {                                                                     \
+    const char* fn = #T "_cinv";                                                                  \
+    need(fn, {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                         \
+    Tensor x = as_int64(t, fn);                                                                   \
+    auto* v = static_cast<int64_t*>(x.data_ptr());                                                \
+    for (int64_t e = 0; e < numel(t); ++e) {                                                      \
+      if (v[e] == 0) throw std::runtime_error(std::string(fn) + ": integer division by 0");       \
+      v[e] = 1 / v[e];                                                                            \
+    }                                                                                             \
+    assign(r, x, fn);                                                                             \
+  }
+TH_FORALL_CPU_INT_TENSORS(KFL_DEFINE_INT_BLAS_MATH)
+
+}  // extern "C"

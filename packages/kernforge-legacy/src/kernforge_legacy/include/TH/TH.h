@@ -992,6 +992,21 @@ TH_ATOMIC_API(Ptrdiff, ptrdiff_t)
 void THAtomicIncrementRef(int volatile* a);
 int THAtomicDecrementRef(int volatile* a);
 
+/* The integer types' products (TH computed them too): addmm, addmv, addr,
+ * addbmm and baddbmm (r = beta t + alpha product, t of the product's shape),
+ * dot (an int64_t) and cinv (1 / t, truncated; 0 is an error), in the
+ * type's own arithmetic, wrapping as C's did. */
+#define TH_TENSOR_INT_BLAS_API(T, S, real, dtype)                            \
+  void T##_addmm(T* r, real beta, T* t, real alpha, T* mat1, T* mat2);       \
+  void T##_addmv(T* r, real beta, T* t, real alpha, T* mat, T* vec);         \
+  void T##_addr(T* r, real beta, T* t, real alpha, T* vec1, T* vec2);        \
+  void T##_addbmm(T* r, real beta, T* t, real alpha, T* batch1, T* batch2);  \
+  void T##_baddbmm(T* r, real beta, T* t, real alpha, T* batch1, T* batch2); \
+  int64_t T##_dot(T* t, T* src);                                             \
+  void T##_cinv(T* r, T* t);
+TH_FORALL_CPU_INT_TENSORS(TH_TENSOR_INT_BLAS_API)
+#undef TH_TENSOR_INT_BLAS_API
+
 /* TH's BLAS on raw column-major data, as Fortran BLAS takes it (trans: 'n',
  * 't' or 'c'; C = alpha op(A) op(B) + beta C, y = alpha op(A) x + beta y;
  * beta 0 ignores what C or y held; A += alpha x y^T for ger). Vectors are n
