@@ -89,10 +89,11 @@ def th_coverage() -> list[tuple[str, str, str | None]]:
             text=True,
             check=True,
         ).stdout
-    declared = set(re.findall(r"\b(TH\w*)\s*\(", declarations))
+    # TH's names, and its underscored ones (_THError, __THCudaCheck)
+    declared = set(re.findall(r"(?<![\w])(_{0,2}TH\w*)\s*\(", declarations))
     macros = set()
     for header in include.rglob("*.h"):
-        macros |= set(re.findall(r"^#define\s+(TH\w*)\(", header.read_text(), re.M))
+        macros |= set(re.findall(r"^#define\s+(_{0,2}TH\w*)\(", header.read_text(), re.M))
     rows = [line.split("\t") for line in (LEGACY / "th_api_2017.tsv").read_text().splitlines()]
     how = {**{n: "macro" for n in macros}, **{n: "declared" for n in declared}}
     return [(header, name, how.get(name)) for header, name in rows]

@@ -732,7 +732,7 @@ def test_every_provided_function_is_defined(th, device):
     symbols = subprocess.run(
         ["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True, check=True
     ).stdout
-    defined = set(re.findall(r"^[0-9a-f]+ [TtWw] (TH\w+)$", symbols, re.M))
+    defined = set(re.findall(r"^[0-9a-f]+ [TtWw] (_{0,2}TH\w+)$", symbols, re.M))
     wanted = {
         name
         for header, name, how in _pages().th_coverage()
