@@ -151,17 +151,23 @@ void end_values(THFile__* self, size_t n, bool reading) {
   }
 }
 
+// The open file, checked for reading or writing n values at data
+THFile__* for_values(THFile* f, const void* data, size_t n, bool reading, const char* fn) {
+  THFile__* self = open_file(f, fn);
+  reading ? check_readable(self, fn) : check_writable(self, fn);
+  if (n > 0 && data == nullptr)
+    throw std::runtime_error(std::string(fn) + ": data is NULL for " + std::to_string(n) +
+                             " values");
+  return self;
+}
+
 template <class R>
 constexpr bool is_text_raw = std::is_same_v<R, uint8_t> || std::is_same_v<R, int8_t>;
 
 // n values of R from the file into data; bytes and chars are raw in both modes
 template <class R>
 size_t read_values(THFile* f, R* data, size_t n, const char* fn) {
-  THFile__* self = open_file(f, fn);
-  check_readable(self, fn);
-  if (n > 0 && data == nullptr)
-    throw std::runtime_error(std::string(fn) + ": data is NULL for " + std::to_string(n) +
-                             " values");
+  THFile__* self = for_values(f, data, n, true, fn);
   if (self->binary || is_text_raw<R>) {
     if constexpr (std::is_same_v<R, int64_t>) {
       if (self->binary && self->long_size == 4) {
@@ -196,20 +202,16 @@ size_t read_values(THFile* f, R* data, size_t n, const char* fn) {
 
 template <class R>
 size_t write_values(THFile* f, const R* data, size_t n, const char* fn) {
-  THFile__* self = open_file(f, fn);
-  check_writable(self, fn);
-  if (n > 0 && data == nullptr)
-    throw std::runtime_error(std::string(fn) + ": data is NULL for " + std::to_string(n) +
-                             " values");
+  THFile__* self = for_values(f, data, n, false, fn);
   if (self->binary || is_text_raw<R>) {
-    if (self->binary && (self->swap || (std::is_same_v<R, int64_t> && self->long_size == 4))) {
-      if constexpr (std::is_same_v<R, int64_t>) {
-        if (self->long_size == 4) {
-          std::vector<int32_t> small(data, data + n);
-          if (self->swap) swap_bytes(small.data(), 4, n);
-          return short_count(self, self->write_bytes(small.data(), 4 * n) / 4, n, false, fn);
-        }
+    if constexpr (std::is_same_v<R, int64_t>) {
+      if (self->binary && self->long_size == 4) {
+        std::vector<int32_t> small(data, data + n);
+        if (self->swap) swap_bytes(small.data(), 4, n);
+        return short_count(self, self->write_bytes(small.data(), 4 * n) / 4, n, false, fn);
       }
+    }
+    if (self->binary && self->swap && sizeof(R) > 1) {
       std::vector<R> copy(data, data + n);
       swap_bytes(copy.data(), sizeof(R), n);
       return short_count(self, self->write_bytes(copy.data(), sizeof(R) * n) / sizeof(R), n, false,
