@@ -33,8 +33,27 @@ if int(os.environ.get("KERNFORGE_SPREAD_GPUS") or 0) > 1:
     if _order is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = _order
 
+
+def threads_for_worker(cpus: int, workers: int) -> int:
+    """Intra-op threads for one of `workers` pytest-xdist workers on `cpus`
+    cores: an equal share. Each worker's torch would otherwise take every
+    core, and OpenMP's spinning threads, `workers` times over, made a CPU
+    torch.compile test that takes 2 s alone take 190 s beside 15 others."""
+    return max(1, cpus // max(1, workers))
+
+
+# Before torch starts, so that its threads and those of the processes a test
+# starts (OMP_NUM_THREADS is inherited) take the worker's share.
+_threads = None
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT") and "OMP_NUM_THREADS" not in os.environ:
+    _threads = threads_for_worker(len(os.sched_getaffinity(0)), int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    os.environ["OMP_NUM_THREADS"] = str(_threads)
+
 import pytest  # noqa: E402
 import torch  # noqa: E402
+
+if _threads is not None:  # in case a plugin imported torch first
+    torch.set_num_threads(_threads)
 
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 INT_DTYPES = [torch.int32, torch.int64]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import build_folder, gpu_order_for_worker
+from conftest import build_folder, gpu_order_for_worker, threads_for_worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ci"))
 import lanes
@@ -160,7 +160,14 @@ def test_each_tool_runs_its_flags_and_tests_and_is_read(tmp_path):
     ]
     n = 4 + len(sanitizer.PYTEST)
     assert initcheck[4:n] == sanitizer.PYTEST
-    assert initcheck[n:] == ["-m", "cuda and sanitize", "-k", "(lltm) and not (lltm and float16)", "-n", "4"]
+    assert initcheck[n:] == [
+        "-m",
+        "cuda and sanitize",
+        "-k",
+        "(lltm) and not ((lltm and float16) or geev)",
+        "-n",
+        "4",
+    ]
     assert racecheck[3] == "--racecheck-report=all"
     assert racecheck[-6:] == [
         "-m",
@@ -241,7 +248,7 @@ def test_a_tool_with_no_k_gets_its_own_and_memcheck_all_tests():
         "-m",
         "cuda and sanitize",
         "-k",
-        "not (lltm and float16)",
+        "not ((lltm and float16) or geev)",
     ]
 
 
@@ -322,3 +329,10 @@ def test_lanes_command_line(tmp_path, capsys):
             lanes.parse_job(bad)
     with pytest.raises(ValueError, match="job names must differ"):
         lanes.run([("a", ["true"]), ("a", ["true"])], ["0"], 30, tmp_path / "logs")
+
+
+@pytest.mark.parametrize(
+    ("cpus", "workers", "threads"), [(16, 16, 1), (16, 4, 4), (2, 2, 1), (2, 0, 2), (3, 2, 1)]
+)
+def test_each_worker_takes_its_share_of_the_cores(cpus, workers, threads):
+    assert threads_for_worker(cpus, workers) == threads
