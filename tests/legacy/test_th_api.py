@@ -1992,3 +1992,90 @@ def test_thc_storage_copies_between_host_and_device_types(logic_cuda):
     out = torch.full((2,), float("nan"))
     assert logic_cuda.cuda_storage_roundtrip(out, x) == 4  # THCudaStorage's element size
     assert torch.equal(out, x.flatten())
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_thc_index_and_mask_forms_with_a_cpu_index_or_mask_and_reshape(logic_cuda):
+    gen = torch.Generator().manual_seed(71)
+    t = torch.randn(5, 3, generator=gen).cuda()
+    base = torch.randn(6, 3, generator=gen).cuda()
+    index = torch.tensor([4, 0, 2, 5, 1])  # a THLongTensor, on the CPU
+    mask = torch.randint(0, 2, (6, 3), generator=gen, dtype=torch.uint8)  # a THByteTensor
+    mask[0, 0], mask[1, 1] = 1, 0
+
+    def run(which, r, src=t, m=mask):
+        assert logic_cuda.cuda_host_index(r, src, index, m, which) == 1
+        return r
+
+    close(run(0, torch.full((1,), float("nan"), device="cuda"), base), base[index.cuda()])
+    close(run(1, base.clone()), base.clone().index_copy_(0, index.cuda(), t))
+    close(run(2, base.clone()), base.clone().index_add_(0, index.cuda(), t))
+    close(run(3, base.clone()), base.clone().index_fill_(0, index.cuda(), 2.5))
+    on_gpu = mask.bool().cuda()
+    close(run(4, base.clone()), base.clone().masked_fill_(on_gpu, -1.0))
+    src = torch.randn(6, 3, generator=gen).cuda()
+    close(run(5, base.clone(), src), base.clone().masked_scatter_(on_gpu, src))
+    close(run(6, torch.full((1,), float("nan"), device="cuda"), base), base[on_gpu])
+    close(run(7, torch.full((2, 2), float("nan"), device="cuda")), t.flatten())
+    with pytest.raises(
+        RuntimeError, match=r"THCudaTensor_indexSelect_long: argument 4 \(index, THLongTensor\*\) is NULL"
+    ):
+        logic_cuda.cuda_host_index(base, t, None, mask, 0)
+    with pytest.raises(RuntimeError, match=r"THCudaTensor_maskedFillByte: .*shape"):
+        run(4, base.clone(), m=mask[:2])
+    with pytest.raises(RuntimeError, match=r"THCudaTensor_indexCopy_long: .*index"):
+        run(1, torch.randn(2, 3, device="cuda"))
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+@pytest.mark.parametrize("descending", [0, 1])
+def test_thc_sort_key_value_permutes_the_values_as_the_keys(logic_cuda, descending):
+    gen = torch.Generator().manual_seed(72)
+    key = torch.randn(4, 37, generator=gen).cuda()
+    value = torch.randint(-1000, 1000, (4, 37), generator=gen).cuda()
+    want_key, order = key.sort(dim=1, descending=bool(descending))
+    want_value = value.gather(1, order)
+    assert logic_cuda.cuda_sort_key_value(key, value, 1, descending) == 1
+    assert torch.equal(key, want_key) and torch.equal(value, want_value)
+    with pytest.raises(
+        RuntimeError,
+        match=r"THCudaTensor_sortKeyValueInplace: key tensor must have same size as value tensor",
+    ):
+        logic_cuda.cuda_sort_key_value(key, value[:, :5], 1, descending)
+    with pytest.raises(RuntimeError, match=r"THCudaTensor_sortKeyValueInplace: .*(dim|range)"):
+        logic_cuda.cuda_sort_key_value(key, value, 5, descending)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_thc_integer_products_and_logical(logic_cuda):
+    gen = torch.Generator().manual_seed(73)
+
+    def ints(*shape):
+        return torch.randint(-50, 50, shape, generator=gen, dtype=torch.int32)
+
+    a, b, v, w = ints(4, 6), ints(6, 5), ints(6), ints(5)
+    ba, bb = ints(3, 4, 6), ints(3, 6, 5)
+    cases = [
+        (0, ints(4, 5), a, b, a.long() @ b.long()),
+        (1, ints(4), a, v, a.long() @ v.long()),
+        (2, ints(6, 5), v, w, torch.outer(v.long(), w.long())),
+        (3, ints(4, 5), ba, bb, (ba.long() @ bb.long()).sum(0)),
+        (4, ints(3, 4, 5), ba, bb, ba.long() @ bb.long()),
+    ]
+    for which, t, x, y, product in cases:
+        r = torch.full((1,), -7, dtype=torch.int32, device="cuda")
+        assert logic_cuda.cuda_int_products(r, t.cuda(), x.cuda(), y.cuda(), which) == 1
+        assert torch.equal(r.cpu(), (2 * t.long() + 3 * product).int()), which
+    r = torch.full((1,), -7, dtype=torch.int32, device="cuda")
+    assert logic_cuda.cuda_int_products(r, r, v.cuda(), v.cuda(), 5) == 1
+    assert r.item() == int((v.long() * v.long()).sum())
+    with pytest.raises(RuntimeError, match=r"THCudaIntTensor_addmm: .*\[n, k\] and \[k, p\]"):
+        logic_cuda.cuda_int_products(r, ints(4, 5).cuda(), a.cuda(), a.cuda(), 0)
+    m = torch.ones(3, 4, dtype=torch.uint8, device="cuda")
+    assert logic_cuda.cuda_logical(m, 0) == 1 and logic_cuda.cuda_logical(m, 1) == 1
+    m[1, 2] = 0
+    assert logic_cuda.cuda_logical(m, 0) == 0 and logic_cuda.cuda_logical(m, 1) == 1
+    assert logic_cuda.cuda_logical(torch.zeros_like(m), 1) == 0

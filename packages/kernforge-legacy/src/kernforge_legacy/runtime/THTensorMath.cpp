@@ -3,6 +3,68 @@
 // that TH and THC had them for.
 #include "THRuntime.h"
 
+// TH's index and mask operations over an index (int64) or a mask (bool) as a
+// tensor: the bodies of T_indexSelect ... T_maskedSelect, and of THC's _long
+// and Byte forms, whose CPU index or mask is first moved to t's device
+namespace {
+
+// t on model's device (the current CUDA device, or the CPU), as it is when it is there already
+Tensor on_device_of(const Tensor& t, const Tensor& model, const char* fn) {
+  if (is_cuda(t) == is_cuda(model)) return t;
+  Tensor out = empty(sizes(t), dtype_of(t), is_cuda(model), fn);
+  torch::stable::copy_(out, t);
+  return out;
+}
+
+void index_select_into(const void* r, const Tensor& src, int dim, const Tensor& index,
+                       const char* fn) {
+  into(r, "aten::index_select", "", fn, src, static_cast<int64_t>(dim), index);
+}
+void index_copy(const Tensor& t, int dim, const Tensor& index, const Tensor& src, const char* fn) {
+  aten("aten::index_copy_", "", fn, t, static_cast<int64_t>(dim), index, src);
+}
+void index_add(const Tensor& t, int dim, const Tensor& index, const Tensor& src, const char* fn) {
+  aten("aten::scatter_add_", "", fn, t, static_cast<int64_t>(dim), spread(index, src, dim, fn),
+       src);
+}
+template <typename Real>
+void index_fill(const Tensor& t, int dim, const Tensor& index, Real value, const char* fn) {
+  aten("aten::index_fill_", "int_Tensor", fn, t, static_cast<int64_t>(dim), index,
+       scalar_like(t, value));
+}
+template <typename Real>
+void masked_fill(const Tensor& t, const Tensor& mask, Real value, const char* fn) {
+  aten("aten::masked_fill_", "Tensor", fn, t, mask, scalar_like(t, value));
+}
+void masked_copy(const Tensor& t, const Tensor& mask, const Tensor& src, const char* fn) {
+  aten("aten::masked_scatter_", "", fn, t, mask, src);
+}
+void masked_select_into(const void* r, const Tensor& src, const Tensor& mask, const char* fn) {
+  into(r, "aten::masked_select", "", fn, src, mask);
+}
+
+// THC's sortKeyValueInplace: key sorted along dim (dir: descending), value
+// permuted as key was
+void sort_key_value(const Tensor& key, const Tensor& value, int dim, bool dir, const char* fn) {
+  if (sizes(key) != sizes(value))
+    throw std::runtime_error(std::string(fn) +
+                             ": key tensor must have same size as value tensor, got " +
+                             describe(sizes(key)).str + " and " + describe(sizes(value)).str);
+  std::vector<StableIValue> stack = {torch::stable::detail::from(key),
+                                     torch::stable::detail::from(static_cast<int64_t>(dim)),
+                                     torch::stable::detail::from(dir)};
+  check(torch_call_dispatcher("aten::sort", "", stack.data(), TORCH_ABI_VERSION), fn);
+  const Tensor sorted = torch::stable::detail::to<Tensor>(stack[0]);
+  const Tensor order = torch::stable::detail::to<Tensor>(stack[1]);
+  const Tensor permuted =
+      aten("aten::gather", "", fn, value, static_cast<int64_t>(dim), order, false);
+  Tensor k = key, v = value;
+  torch::stable::copy_(k, sorted);
+  torch::stable::copy_(v, permuted);
+}
+
+}  // namespace
+
 extern "C" {
 
 // TH's math of every handle type T (TH/TH.h's TH_TENSOR_ARITH_API).
@@ -397,27 +459,21 @@ extern "C" {
   void T##_indexSelect(__VA_ARGS__ T* r, T* src, int dim, L* index) {                              \
     need(#T "_indexSelect",                                                                        \
          {{r, 1, "r", #T "*"}, {src, 2, "src", #T "*"}, {index, 4, "index", #L "*"}});             \
-    into(r, "aten::index_select", "", #T "_indexSelect", borrow(src), static_cast<int64_t>(dim),   \
-         borrow(index));                                                                           \
+    index_select_into(r, borrow(src), dim, borrow(index), #T "_indexSelect");                      \
   }                                                                                                \
   void T##_indexCopy(__VA_ARGS__ T* t, int dim, L* index, T* src) {                                \
     need(#T "_indexCopy",                                                                          \
          {{t, 1, "t", #T "*"}, {index, 3, "index", #L "*"}, {src, 4, "src", #T "*"}});             \
-    aten("aten::index_copy_", "", #T "_indexCopy", borrow(t), static_cast<int64_t>(dim),           \
-         borrow(index), borrow(src));                                                              \
+    index_copy(borrow(t), dim, borrow(index), borrow(src), #T "_indexCopy");                       \
   }                                                                                                \
   void T##_indexAdd(__VA_ARGS__ T* t, int dim, L* index, T* src) {                                 \
     need(#T "_indexAdd",                                                                           \
          {{t, 1, "t", #T "*"}, {index, 3, "index", #L "*"}, {src, 4, "src", #T "*"}});             \
-    const Tensor source = borrow(src);                                                             \
-    aten("aten::scatter_add_", "", #T "_indexAdd", borrow(t), static_cast<int64_t>(dim),           \
-         spread(borrow(index), source, dim, #T "_indexAdd"), source);                              \
+    index_add(borrow(t), dim, borrow(index), borrow(src), #T "_indexAdd");                         \
   }                                                                                                \
   void T##_indexFill(__VA_ARGS__ T* t, int dim, L* index, real value) {                            \
     need(#T "_indexFill", {{t, 1, "t", #T "*"}, {index, 3, "index", #L "*"}});                     \
-    const Tensor self = borrow(t);                                                                 \
-    aten("aten::index_fill_", "int_Tensor", #T "_indexFill", self, static_cast<int64_t>(dim),      \
-         borrow(index), scalar_like(self, value));                                                 \
+    index_fill(borrow(t), dim, borrow(index), value, #T "_indexFill");                             \
   }                                                                                                \
   void T##_gather(__VA_ARGS__ T* r, T* src, int dim, L* index) {                                   \
     need(#T "_gather",                                                                             \
@@ -445,19 +501,17 @@ extern "C" {
   }                                                                                                \
   void T##_maskedFill(__VA_ARGS__ T* t, B* mask, real value) {                                     \
     need(#T "_maskedFill", {{t, 1, "t", #T "*"}, {mask, 2, "mask", #B "*"}});                      \
-    const Tensor self = borrow(t);                                                                 \
-    aten("aten::masked_fill_", "Tensor", #T "_maskedFill", self, as_bool(mask),                    \
-         scalar_like(self, value));                                                                \
+    masked_fill(borrow(t), as_bool(mask), value, #T "_maskedFill");                                \
   }                                                                                                \
   void T##_maskedCopy(__VA_ARGS__ T* t, B* mask, T* src) {                                         \
     need(#T "_maskedCopy",                                                                         \
          {{t, 1, "t", #T "*"}, {mask, 2, "mask", #B "*"}, {src, 3, "src", #T "*"}});               \
-    aten("aten::masked_scatter_", "", #T "_maskedCopy", borrow(t), as_bool(mask), borrow(src));    \
+    masked_copy(borrow(t), as_bool(mask), borrow(src), #T "_maskedCopy");                          \
   }                                                                                                \
   void T##_maskedSelect(__VA_ARGS__ T* r, T* src, B* mask) {                                       \
     need(#T "_maskedSelect",                                                                       \
          {{r, 1, "r", #T "*"}, {src, 2, "src", #T "*"}, {mask, 3, "mask", #B "*"}});               \
-    into(r, "aten::masked_select", "", #T "_maskedSelect", borrow(src), as_bool(mask));            \
+    masked_select_into(r, borrow(src), as_bool(mask), #T "_maskedSelect");                         \
   }                                                                                                \
   void T##_nonzero(__VA_ARGS__ L* subscript, T* t) {                                               \
     need(#T "_nonzero", {{subscript, 1, "subscript", #L "*"}, {t, 2, "t", #T "*"}});               \
@@ -572,7 +626,60 @@ TH_FORALL_CUDA_INT_TENSORS(KFL_DEFINE_CUDA_INT_MATH)
 TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_FLOAT_MATH)
 #define KFL_DEFINE_CUDA_INDEX(T, S, real, dtype)                                 \
   KFL_DEFINE_INDEX_API(T, THCudaLongTensor, THCudaByteTensor, real, THCState*, ) \
-  KFL_DEFINE_LOGICAL_API(T, real, THCState*, )
+  KFL_DEFINE_LOGICAL_API(T, real, THCState*, )                                   \
+  KFL_DEFINE_HOST_INDEX_API(T, real)
+// THC's forms with the index a THLongTensor or the mask a THByteTensor, on the CPU
+#define KFL_DEFINE_HOST_INDEX_API(T, real)                                                        \
+  void T##_indexSelect_long(THCState*, T* r, T* src, int dim, THLongTensor* index) {              \
+    const char* fn = #T "_indexSelect_long";                                                      \
+    need(fn,                                                                                      \
+         {{r, 1, "r", #T "*"}, {src, 2, "src", #T "*"}, {index, 4, "index", "THLongTensor*"}});   \
+    const Tensor from = borrow(src);                                                              \
+    index_select_into(r, from, dim, on_device_of(borrow(index), from, fn), fn);                   \
+  }                                                                                               \
+  void T##_indexCopy_long(THCState*, T* t, int dim, THLongTensor* index, T* src) {                \
+    const char* fn = #T "_indexCopy_long";                                                        \
+    need(fn,                                                                                      \
+         {{t, 1, "t", #T "*"}, {index, 3, "index", "THLongTensor*"}, {src, 4, "src", #T "*"}});   \
+    const Tensor self = borrow(t);                                                                \
+    index_copy(self, dim, on_device_of(borrow(index), self, fn), borrow(src), fn);                \
+  }                                                                                               \
+  void T##_indexAdd_long(THCState*, T* t, int dim, THLongTensor* index, T* src) {                 \
+    const char* fn = #T "_indexAdd_long";                                                         \
+    need(fn,                                                                                      \
+         {{t, 1, "t", #T "*"}, {index, 3, "index", "THLongTensor*"}, {src, 4, "src", #T "*"}});   \
+    const Tensor self = borrow(t);                                                                \
+    index_add(self, dim, on_device_of(borrow(index), self, fn), borrow(src), fn);                 \
+  }                                                                                               \
+  void T##_indexFill_long(THCState*, T* t, int dim, THLongTensor* index, real value) {            \
+    const char* fn = #T "_indexFill_long";                                                        \
+    need(fn, {{t, 1, "t", #T "*"}, {index, 3, "index", "THLongTensor*"}});                        \
+    const Tensor self = borrow(t);                                                                \
+    index_fill(self, dim, on_device_of(borrow(index), self, fn), value, fn);                      \
+  }                                                                                               \
+  void T##_maskedFillByte(THCState*, T* t, THByteTensor* mask, real value) {                      \
+    const char* fn = #T "_maskedFillByte";                                                        \
+    need(fn, {{t, 1, "t", #T "*"}, {mask, 2, "mask", "THByteTensor*"}});                          \
+    const Tensor self = borrow(t);                                                                \
+    masked_fill(self, on_device_of(as_bool(mask), self, fn), value, fn);                          \
+  }                                                                                               \
+  void T##_maskedCopyByte(THCState*, T* t, THByteTensor* mask, T* src) {                          \
+    const char* fn = #T "_maskedCopyByte";                                                        \
+    need(fn, {{t, 1, "t", #T "*"}, {mask, 2, "mask", "THByteTensor*"}, {src, 3, "src", #T "*"}}); \
+    const Tensor self = borrow(t);                                                                \
+    masked_copy(self, on_device_of(as_bool(mask), self, fn), borrow(src), fn);                    \
+  }                                                                                               \
+  void T##_maskedSelectByte(THCState*, T* r, T* src, THByteTensor* mask) {                        \
+    const char* fn = #T "_maskedSelectByte";                                                      \
+    need(fn, {{r, 1, "r", #T "*"}, {src, 2, "src", #T "*"}, {mask, 3, "mask", "THByteTensor*"}}); \
+    const Tensor from = borrow(src);                                                              \
+    masked_select_into(r, from, on_device_of(as_bool(mask), from, fn), fn);                       \
+  }                                                                                               \
+  void T##_sortKeyValueInplace(THCState*, T* key, THCudaLongTensor* value, int dim, bool dir) {   \
+    const char* fn = #T "_sortKeyValueInplace";                                                   \
+    need(fn, {{key, 1, "key", #T "*"}, {value, 2, "value", "THCudaLongTensor*"}});                \
+    sort_key_value(borrow(key), borrow(value), dim, dir, fn);                                     \
+  }
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_INDEX)
 #endif
 
@@ -660,25 +767,35 @@ void bhistc_into(const void* hist, const Tensor& t, int64_t nbins, double lo, do
   assign(hist, like(out, t, fn), fn);
 }
 
+// r := a copy of t's elements in the shape size (TH's and THC's reshape)
+void reshape_into(const void* r, const void* t, const THLongStorage* size, const char* fn) {
+  const Tensor shaped = aten("aten::reshape", "", fn, borrow(t), longs_of(size, fn));
+  assign(r, aten("aten::clone", "", fn, shaped, std::nullopt), fn);
+}
+
+// whether all (aten::all) or any (aten::any) element of a byte tensor is nonzero
+int logical(const void* self, const char* how, const char* type, const char* fn) {
+  need(fn, {{self, 1, "self", type}});
+  return item(aten(how, "", fn, borrow(self)), fn) != 0;
+}
+
 }  // namespace
 
 extern "C" {
 
-#define KFL_DEFINE_SHAPE_API(T, real)                                                          \
-  void T##_randperm(T* r, THGenerator* gen, int64_t n) {                                       \
-    need(#T "_randperm", {{r, 1, "r", #T "*"}});                                               \
-    randperm_into(r, gen, n, #T "_randperm");                                                  \
-  }                                                                                            \
-  void T##_reshape(T* r, T* t, THLongStorage* size) {                                          \
-    const char* fn = #T "_reshape";                                                            \
-    need(fn, {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {size, 3, "size", "THLongStorage*"}}); \
-    const Tensor shaped = aten("aten::reshape", "", fn, borrow(t), longs_of(size, fn));        \
-    assign(r, aten("aten::clone", "", fn, shaped, std::nullopt), fn);                          \
-  }                                                                                            \
-  void T##_match(T* r, T* m1, T* m2, real gain) {                                              \
-    const char* fn = #T "_match";                                                              \
-    need(fn, {{r, 1, "r", #T "*"}, {m1, 2, "m1", #T "*"}, {m2, 3, "m2", #T "*"}});             \
-    match_into(r, borrow(m1), borrow(m2), as_double(gain), fn);                                \
+#define KFL_DEFINE_SHAPE_API(T, real)                                              \
+  void T##_randperm(T* r, THGenerator* gen, int64_t n) {                           \
+    need(#T "_randperm", {{r, 1, "r", #T "*"}});                                   \
+    randperm_into(r, gen, n, #T "_randperm");                                      \
+  }                                                                                \
+  void T##_reshape(T* r, T* t, THLongStorage* size) {                              \
+    const char* fn = #T "_reshape";                                                \
+    reshape_into(r, t, size, fn);                                                  \
+  }                                                                                \
+  void T##_match(T* r, T* m1, T* m2, real gain) {                                  \
+    const char* fn = #T "_match";                                                  \
+    need(fn, {{r, 1, "r", #T "*"}, {m1, 2, "m1", #T "*"}, {m2, 3, "m2", #T "*"}}); \
+    match_into(r, borrow(m1), borrow(m2), as_double(gain), fn);                    \
   }
 #define KFL_DEFINE_CPU_SHAPE(T, S, real, dtype) KFL_DEFINE_SHAPE_API(T, real)
 TH_FORALL_CPU_INT_TENSORS(KFL_DEFINE_CPU_SHAPE)
@@ -694,15 +811,26 @@ KFL_DEFINE_BHISTC(THFloatTensor, float)
 KFL_DEFINE_BHISTC(THDoubleTensor, double)
 
 int THByteTensor_logicalall(THByteTensor* self) {
-  need("THByteTensor_logicalall", {{self, 1, "self", "THByteTensor*"}});
-  return item(aten("aten::all", "", "THByteTensor_logicalall", borrow(self)),
-              "THByteTensor_logicalall") != 0;
+  return logical(self, "aten::all", "THByteTensor*", "THByteTensor_logicalall");
 }
 int THByteTensor_logicalany(THByteTensor* self) {
-  need("THByteTensor_logicalany", {{self, 1, "self", "THByteTensor*"}});
-  return item(aten("aten::any", "", "THByteTensor_logicalany", borrow(self)),
-              "THByteTensor_logicalany") != 0;
+  return logical(self, "aten::any", "THByteTensor*", "THByteTensor_logicalany");
 }
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+int THCudaByteTensor_logicalall(THCState*, THCudaByteTensor* self) {
+  return logical(self, "aten::all", "THCudaByteTensor*", "THCudaByteTensor_logicalall");
+}
+int THCudaByteTensor_logicalany(THCState*, THCudaByteTensor* self) {
+  return logical(self, "aten::any", "THCudaByteTensor*", "THCudaByteTensor_logicalany");
+}
+#define KFL_DEFINE_CUDA_RESHAPE(T, S, real, dtype)                                             \
+  void T##_reshape(THCState*, T* r, T* t, THLongStorage* size) {                               \
+    const char* fn = #T "_reshape";                                                            \
+    need(fn, {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}, {size, 3, "size", "THLongStorage*"}}); \
+    reshape_into(r, t, size, fn);                                                              \
+  }
+TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_RESHAPE)
+#endif
 
 }  // extern "C"
 
@@ -783,19 +911,21 @@ void int_product(const void* r, int64_t beta, const void* t, int64_t alpha, cons
 
 extern "C" {
 
-#define KFL_DEFINE_INT_PRODUCT(T, real, name, how, A, B)                                          \
-  void T##_##name(T* r, real beta, T* t, real alpha, T* A, T* B) {                                \
+#define KFL_DEFINE_INT_PRODUCT(T, real, name, how, A, B, ...)                                     \
+  void T##_##name(__VA_ARGS__ T* r, real beta, T* t, real alpha, T* A, T* B) {                    \
     const char* fn = #T "_" #name;                                                                \
     need(fn, {{r, 1, "r", #T "*"}, {t, 3, "t", #T "*"}, {A, 5, #A, #T "*"}, {B, 6, #B, #T "*"}}); \
     int_product(r, beta, t, alpha, A, B, how, fn);                                                \
   }
-#define KFL_DEFINE_INT_BLAS_MATH(T, S, real, dtype)                                               \
-  KFL_DEFINE_INT_PRODUCT(T, real, addmm, Product::mm, mat1, mat2)                                 \
-  KFL_DEFINE_INT_PRODUCT(T, real, addmv, Product::mv, mat, vec)                                   \
-  KFL_DEFINE_INT_PRODUCT(T, real, addr, Product::r, vec1, vec2)                                   \
-  KFL_DEFINE_INT_PRODUCT(T, real, addbmm, Product::bmm_sum, batch1, batch2)                       \
-  KFL_DEFINE_INT_PRODUCT(T, real, baddbmm, Product::bmm, batch1, batch2)                          \
-  int64_t T##_dot(T* t, T* src) {                                                                 \
+// addmm, ..., baddbmm and dot (THC's too, computed here on the host, where
+// THC raised "unimplemented data type")
+#define KFL_DEFINE_INT_PRODUCTS(T, real, ...)                                                     \
+  KFL_DEFINE_INT_PRODUCT(T, real, addmm, Product::mm, mat1, mat2, __VA_ARGS__)                    \
+  KFL_DEFINE_INT_PRODUCT(T, real, addmv, Product::mv, mat, vec, __VA_ARGS__)                      \
+  KFL_DEFINE_INT_PRODUCT(T, real, addr, Product::r, vec1, vec2, __VA_ARGS__)                      \
+  KFL_DEFINE_INT_PRODUCT(T, real, addbmm, Product::bmm_sum, batch1, batch2, __VA_ARGS__)          \
+  KFL_DEFINE_INT_PRODUCT(T, real, baddbmm, Product::bmm, batch1, batch2, __VA_ARGS__)             \
+  int64_t T##_dot(__VA_ARGS__ T* t, T* src) {                                                     \
     const char* fn = #T "_dot";                                                                   \
     need(fn, {{t, 1, "t", #T "*"}, {src, 2, "src", #T "*"}});                                     \
     if (numel(t) != numel(src))                                                                   \
@@ -807,18 +937,25 @@ extern "C" {
       sum += static_cast<const int64_t*>(a.data_ptr())[e] *                                       \
              static_cast<const int64_t*>(b.data_ptr())[e];                                        \
     return sum;                                                                                   \
-  }                                                                                               \
-  void T##_cinv(T* r, T* t) {                                                                     \
-    const char* fn = #T "_cinv";                                                                  \
-    need(fn, {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                         \
-    Tensor x = as_int64(t, fn);                                                                   \
-    auto* v = static_cast<int64_t*>(x.data_ptr());                                                \
-    for (int64_t e = 0; e < numel(t); ++e) {                                                      \
-      if (v[e] == 0) throw std::runtime_error(std::string(fn) + ": integer division by 0");       \
-      v[e] = 1 / v[e];                                                                            \
-    }                                                                                             \
-    assign(r, x, fn);                                                                             \
+  }
+#define KFL_DEFINE_INT_BLAS_MATH(T, S, real, dtype)                                         \
+  KFL_DEFINE_INT_PRODUCTS(T, real, )                                                        \
+  void T##_cinv(T* r, T* t) {                                                               \
+    const char* fn = #T "_cinv";                                                            \
+    need(fn, {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});                                   \
+    Tensor x = as_int64(t, fn);                                                             \
+    auto* v = static_cast<int64_t*>(x.data_ptr());                                          \
+    for (int64_t e = 0; e < numel(t); ++e) {                                                \
+      if (v[e] == 0) throw std::runtime_error(std::string(fn) + ": integer division by 0"); \
+      v[e] = 1 / v[e];                                                                      \
+    }                                                                                       \
+    assign(r, x, fn);                                                                       \
   }
 TH_FORALL_CPU_INT_TENSORS(KFL_DEFINE_INT_BLAS_MATH)
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+#define KFL_DEFINE_CUDA_INT_BLAS_MATH(T, S, real, dtype) \
+  KFL_DEFINE_INT_PRODUCTS(T, real, THCState*, )
+TH_FORALL_CUDA_INT_TENSORS(KFL_DEFINE_CUDA_INT_BLAS_MATH)
+#endif
 
 }  // extern "C"

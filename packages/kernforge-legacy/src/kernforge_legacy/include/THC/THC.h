@@ -17,6 +17,7 @@
 #include <TH/TH.h>
 #include <cublas_v2.h> /* as THC's THCGeneral.h: code calling cuBLAS itself took its types from here */
 #include <cuda_runtime_api.h>
+#include <stdbool.h> /* THC's sortKeyValueInplace takes a bool */
 
 #include "kfl_removed_cuda.h" /* cudaThreadSynchronize, __shfl_down and the rest CUDA 13 / sm_70 took away */
 
@@ -186,6 +187,36 @@ TH_TENSOR_BATCH_LU_API(THCudaDoubleTensor, THCudaIntTensor, THCState* state, )
   TH_TENSOR_LOGICAL_API(T, real, THCState* state, )
 TH_FORALL_CUDA_TENSORS(TH_CUDA_INDEX_API)
 #undef TH_CUDA_INDEX_API
+/* THC's forms whose index is a THLongTensor or whose mask a THByteTensor, on
+ * the CPU (moved to the tensor's device first); sortKeyValueInplace: keys
+ * sorted along dim (dir: descending), values (keys' size) permuted with
+ * them; reshape as TH's. */
+#define THC_HOST_INDEX_API(T, S, real, dtype)                                                  \
+  void T##_indexCopy_long(THCState* state, T* res_, int dim, THLongTensor* indices, T* src);   \
+  void T##_indexAdd_long(THCState* state, T* res_, int dim, THLongTensor* indices, T* src);    \
+  void T##_indexFill_long(THCState* state, T* tensor, int dim, THLongTensor* index, real val); \
+  void T##_indexSelect_long(THCState* state, T* tensor, T* src, int dim, THLongTensor* index); \
+  void T##_maskedFillByte(THCState* state, T* tensor, THByteTensor* mask, real value);         \
+  void T##_maskedCopyByte(THCState* state, T* tensor, THByteTensor* mask, T* src);             \
+  void T##_maskedSelectByte(THCState* state, T* tensor, T* src, THByteTensor* mask);           \
+  void T##_sortKeyValueInplace(THCState* state, T* keys, THCudaLongTensor* values, int dim,    \
+                               bool dir);                                                      \
+  void T##_reshape(THCState* state, T* r, T* t, struct THLongStorage* size);
+TH_FORALL_CUDA_TENSORS(THC_HOST_INDEX_API)
+#undef THC_HOST_INDEX_API
+int THCudaByteTensor_logicalall(THCState* state, THCudaByteTensor* self);
+int THCudaByteTensor_logicalany(THCState* state, THCudaByteTensor* self);
+/* The integer types' products (THCTensorMathBlas.h), computed as TH's (TH.h):
+ * THC raised "unimplemented data type" for them. */
+#define THC_INT_BLAS_API(T, S, real, dtype)                                                   \
+  void T##_addmm(THCState* state, T* r, real beta, T* t, real alpha, T* mat1, T* mat2);       \
+  void T##_addmv(THCState* state, T* r, real beta, T* t, real alpha, T* mat, T* vec);         \
+  void T##_addr(THCState* state, T* r, real beta, T* t, real alpha, T* vec1, T* vec2);        \
+  void T##_addbmm(THCState* state, T* r, real beta, T* t, real alpha, T* batch1, T* batch2);  \
+  void T##_baddbmm(THCState* state, T* r, real beta, T* t, real alpha, T* batch1, T* batch2); \
+  int64_t T##_dot(THCState* state, T* t, T* src);
+TH_FORALL_CUDA_INT_TENSORS(THC_INT_BLAS_API)
+#undef THC_INT_BLAS_API
 
 /* THC's random numbers, from torch's CUDA generator of the tensor's device
  * (torch.manual_seed sets it), with THC's parameters: uniform on [a, b),
