@@ -2079,3 +2079,48 @@ def test_thc_integer_products_and_logical(logic_cuda):
     m[1, 2] = 0
     assert logic_cuda.cuda_logical(m, 0) == 0 and logic_cuda.cuda_logical(m, 1) == 1
     assert logic_cuda.cuda_logical(torch.zeros_like(m), 1) == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_thc_blas_dot_and_ger_over_raw_device_memory(logic_cuda, dtype):
+    run = logic_cuda.cuda_blas_level1 if dtype == torch.float32 else logic_cuda.cuda_blas_level1_double
+    gen = torch.Generator().manual_seed(74)
+    x = torch.randn(9, generator=gen, dtype=dtype).cuda()
+    y = torch.randn(8, generator=gen, dtype=dtype).cuda()
+    r = torch.full((1,), float("nan"), dtype=dtype, device="cuda")
+    assert run(r, x, y, r, 0) == 1
+    close(r, (x[0:8:2] * y[:4].flip(0)).sum().reshape(1))  # x 2 apart, y from its far end
+    a = torch.randn(4, 5, generator=gen, dtype=dtype).cuda()  # 4 columns of lda 5, column-major
+    want = a.clone()
+    want[:, :3] += 0.5 * torch.outer(y[0:8:2].flip(0), x[:3])  # A^T += 0.5 y x^T
+    assert run(r, x, y, a, 1) == 1
+    close(a, want)
+    if dtype == torch.float32:
+        with pytest.raises(RuntimeError, match=r"THCudaBlas_Sdot: x is NULL for 4 elements"):
+            run(r, x, y, a, 2)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_thc_half_conversions_sleep_and_memory_info(logic_cuda):
+    f = torch.randn(37, generator=torch.Generator().manual_seed(75)).cuda()
+    h = torch.full((37,), float("nan"), dtype=torch.float16, device="cuda")
+    assert logic_cuda.cuda_half_and_general(f, h, 0) == 1
+    assert torch.equal(h, f.half())
+    back = torch.full((37,), float("nan"), device="cuda")
+    assert logic_cuda.cuda_half_and_general(back, h, 1) == 1
+    assert torch.equal(back, h.float())
+    assert logic_cuda.cuda_half_and_general(f, h, 2) == 1
+    assert logic_cuda.cuda_half_and_general(back, h, 3) == 1
+    close(back, torch.full_like(back, float((h.float() * h.float()).sum().half())), rtol=1e-2)
+    major, minor = torch.cuda.get_device_capability()
+    native, fast = major > 5 or (major, minor) == (5, 3), (major, minor) == (6, 0)
+    assert logic_cuda.cuda_half_and_general(f, h, 4) == 2 * native + fast
+    assert logic_cuda.cuda_half_and_general(f, h, 5) == 1
+    with pytest.raises(RuntimeError, match=r"THC_sleep: cycles must be >= 0, got -1"):
+        logic_cuda.cuda_half_and_general(f, h, 6)
+    assert logic_cuda.cuda_half_and_general(f, h, 7) == 1
+    with pytest.raises(RuntimeError, match=r"THCFloat2Half: out is NULL for 37 elements"):
+        logic_cuda.cuda_half_and_general(f, h, 8)

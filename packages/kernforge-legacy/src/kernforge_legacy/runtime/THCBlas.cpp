@@ -1,5 +1,5 @@
-// THC's BLAS (THCBlas.h): cuBLAS-style gemm, batched gemm and gemv over raw
-// device memory, on torch's CUDA matmuls. Built into the runtime of a CUDA
+// THC's BLAS (THCBlas.h): cuBLAS-style dot, ger, gemm, batched gemm and
+// gemv over raw device memory, on torch's CUDA ops. Built into the runtime of a CUDA
 // build only.
 #include "THRuntime.h"
 
@@ -24,10 +24,10 @@ void gemm_pointer_batched(char transa, char transb, int64_t m, int64_t n, int64_
   const size_t bytes = sizeof(void*) * static_cast<size_t>(batch);
   const void* const* arrays[3] = {a, b, const_cast<const void* const*>(c)};
   for (int i = 0; i < 3; i++)
-    kfl_thc_check(cudaMemcpyAsync(ptrs.data() + i * batch, arrays[i], bytes, cudaMemcpyDeviceToHost,
+    __THCudaCheck(cudaMemcpyAsync(ptrs.data() + i * batch, arrays[i], bytes, cudaMemcpyDeviceToHost,
                                   static_cast<cudaStream_t>(stream)),
                   __FILE__, __LINE__);
-  kfl_thc_check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), __FILE__, __LINE__);
+  __THCudaCheck(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), __FILE__, __LINE__);
   // the distance between consecutive matrices, in elements, or -1 when not one for all
   auto stride_of = [&](int which) -> int64_t {
     const auto* p = reinterpret_cast<const char* const*>(ptrs.data() + which * batch);
@@ -48,9 +48,60 @@ void gemm_pointer_batched(char transa, char transb, int64_t m, int64_t n, int64_
     gemm(transa, transb, m, n, k, alpha, ptrs[i], lda, ptrs[batch + i], ldb, beta,
          const_cast<void*>(ptrs[2 * batch + i]), ldc, dtype, true, fn);
 }
+// A BLAS vector of n elements inc apart in device memory, as a tensor; inc
+// < 0 reads it from its far end, as cuBLAS does
+Tensor device_vector(void* p, int64_t n, int64_t inc, int32_t dtype, const char* name,
+                     const char* fn) {
+  if (n < 0)
+    throw std::runtime_error(std::string(fn) + ": n must be >= 0, got " + std::to_string(n));
+  if (n > 0 && p == nullptr)
+    throw std::runtime_error(std::string(fn) + ": " + name + " is NULL for " + std::to_string(n) +
+                             " elements");
+  const Tensor v = wrap(p, {n}, {inc < 0 ? -inc : inc}, dtype, true, fn);
+  return inc < 0 ? aten("aten::flip", "", fn, v, std::vector<int64_t>{0}) : v;
+}
+
+double device_dot(int64_t n, void* x, int64_t incx, void* y, int64_t incy, int32_t dtype,
+                  const char* fn) {
+  const Tensor xs = device_vector(x, n, incx, dtype, "x", fn);
+  const Tensor ys = device_vector(y, n, incy, dtype, "y", fn);
+  return n == 0 ? 0.0 : item(aten("aten::dot", "", fn, xs, ys), fn);
+}
+
+// A (m x n, column-major, lda) += alpha x y^T
+void device_ger(int64_t m, int64_t n, double alpha, void* x, int64_t incx, void* y, int64_t incy,
+                void* a, int64_t lda, int32_t dtype, const char* fn) {
+  const Tensor xs = device_vector(x, m, incx, dtype, "x", fn);
+  const Tensor ys = device_vector(y, n, incy, dtype, "y", fn);
+  if (m == 0 || n == 0) return;
+  Tensor stored_t = column_major_t(a, m, n, lda, dtype, true, fn);  // A^T, [n, m]
+  torch::stable::copy_(stored_t,
+                       add_scaled(stored_t, aten("aten::outer", "", fn, ys, xs), alpha, fn));
+}
+
 }  // namespace
 
 extern "C" {
+
+float THCudaBlas_Sdot(THCState*, int64_t n, float* x, int64_t incx, float* y, int64_t incy) {
+  return static_cast<float>(
+      device_dot(n, x, incx, y, incy, aoti_torch_dtype_float32(), "THCudaBlas_Sdot"));
+}
+double THCudaBlas_Ddot(THCState*, int64_t n, double* x, int64_t incx, double* y, int64_t incy) {
+  return device_dot(n, x, incx, y, incy, aoti_torch_dtype_float64(), "THCudaBlas_Ddot");
+}
+THHalf THCudaBlas_Hdot(THCState*, int64_t n, THHalf* x, int64_t incx, THHalf* y, int64_t incy) {
+  return TH_float2half(static_cast<float>(
+      device_dot(n, x, incx, y, incy, aoti_torch_dtype_float16(), "THCudaBlas_Hdot")));
+}
+void THCudaBlas_Sger(THCState*, int64_t m, int64_t n, float alpha, float* x, int64_t incx, float* y,
+                     int64_t incy, float* a, int64_t lda) {
+  device_ger(m, n, alpha, x, incx, y, incy, a, lda, aoti_torch_dtype_float32(), "THCudaBlas_Sger");
+}
+void THCudaBlas_Dger(THCState*, int64_t m, int64_t n, double alpha, double* x, int64_t incx,
+                     double* y, int64_t incy, double* a, int64_t lda) {
+  device_ger(m, n, alpha, x, incx, y, incy, a, lda, aoti_torch_dtype_float64(), "THCudaBlas_Dger");
+}
 
 void THCudaBlas_Sgemm(THCState*, char transa, char transb, int64_t m, int64_t n, int64_t k,
                       float alpha, float* a, int64_t lda, float* b, int64_t ldb, float beta,

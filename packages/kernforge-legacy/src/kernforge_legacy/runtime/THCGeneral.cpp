@@ -24,12 +24,12 @@ cublasHandle_t blas_handle(int device) {
   auto found = blas_handles.find(device);
   if (found != blas_handles.end()) return found->second;
   int current;
-  kfl_thc_check(cudaGetDevice(&current), __FILE__, __LINE__);
-  if (current != device) kfl_thc_check(cudaSetDevice(device), __FILE__, __LINE__);
+  __THCudaCheck(cudaGetDevice(&current), __FILE__, __LINE__);
+  if (current != device) __THCudaCheck(cudaSetDevice(device), __FILE__, __LINE__);
   cublasHandle_t h;
   const cublasStatus_t status = cublasCreate(&h);
-  if (current != device) kfl_thc_check(cudaSetDevice(current), __FILE__, __LINE__);
-  kfl_thc_cublas_check(status, __FILE__, __LINE__);
+  if (current != device) __THCudaCheck(cudaSetDevice(current), __FILE__, __LINE__);
+  __THCublasCheck(status, __FILE__, __LINE__);
   return blas_handles.emplace(device, h).first->second;
 }
 
@@ -60,7 +60,7 @@ int current_device(const char* fn) {
 
 void check_device(int device, const char* fn) {
   int count = 0;
-  kfl_thc_check(cudaGetDeviceCount(&count), __FILE__, __LINE__);
+  __THCudaCheck(cudaGetDeviceCount(&count), __FILE__, __LINE__);
   if (device < 0 || device >= count)
     throw std::runtime_error(std::string(fn) + ": " + std::to_string(device) +
                              " is not a device (there are " + std::to_string(count) + ")");
@@ -83,12 +83,12 @@ THCStream* new_stream(int device, unsigned int flags, int priority, bool with_pr
                              "got " +
                              std::to_string(flags));
   int current;
-  kfl_thc_check(cudaGetDevice(&current), __FILE__, __LINE__);
-  if (current != device) kfl_thc_check(cudaSetDevice(device), __FILE__, __LINE__);
+  __THCudaCheck(cudaGetDevice(&current), __FILE__, __LINE__);
+  if (current != device) __THCudaCheck(cudaSetDevice(device), __FILE__, __LINE__);
   cudaStream_t s = nullptr;
   const cudaError_t err = with_priority ? cudaStreamCreateWithPriority(&s, flags, priority)
                                         : cudaStreamCreateWithFlags(&s, flags);
-  if (current != device) kfl_thc_check(cudaSetDevice(current), __FILE__, __LINE__);
+  if (current != device) __THCudaCheck(cudaSetDevice(current), __FILE__, __LINE__);
   if (err != cudaSuccess) {
     cudaGetLastError();  // taken: torch's next launch check would see it as its own
     throw std::runtime_error(std::string(fn) + ": " + cudaGetErrorName(err) + ": " +
@@ -254,7 +254,7 @@ struct cudaDeviceProp* THCState_getCurrentDeviceProperties(THCState* s) {
   auto found = device_properties.find(device);
   if (found == device_properties.end()) {
     cudaDeviceProp prop;
-    kfl_thc_check(cudaGetDeviceProperties(&prop, device), __FILE__, __LINE__);
+    __THCudaCheck(cudaGetDeviceProperties(&prop, device), __FILE__, __LINE__);
     found = device_properties.emplace(device, prop).first;
   }
   return &found->second;
@@ -268,8 +268,8 @@ cublasHandle_t THCState_getDeviceBlasHandle(THCState* s, int device, int index) 
     throw std::runtime_error("THCState_getDeviceBlasHandle: no CUDA device " +
                              std::to_string(device));
   cublasHandle_t h = blas_handle(device);
-  kfl_thc_cublas_check(cublasSetStream(h, THCState_getCurrentStreamOnDevice(s, device)), __FILE__,
-                       __LINE__);
+  __THCublasCheck(cublasSetStream(h, THCState_getCurrentStreamOnDevice(s, device)), __FILE__,
+                  __LINE__);
   return h;
 }
 
@@ -285,8 +285,9 @@ int THCState_getCurrentBlasHandleIndex(THCState*) {
   return 1;
 }
 
-void kfl_thc_cublas_check(cublasStatus_t status, const char* file, int line) {
+void __THCublasCheck(cublasStatus_t status, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
+  if (file == nullptr) file = "?";
   throw std::runtime_error(std::string("cuBLAS error: ") + cublasGetStatusName(status) + ": " +
                            cublasGetStatusString(status) + " (" + file + ":" +
                            std::to_string(line) + ")");
@@ -294,7 +295,7 @@ void kfl_thc_cublas_check(cublasStatus_t status, const char* file, int line) {
 
 int THCState_getNumDevices(THCState*) {
   int count = 0;
-  kfl_thc_check(cudaGetDeviceCount(&count), __FILE__, __LINE__);
+  __THCudaCheck(cudaGetDeviceCount(&count), __FILE__, __LINE__);
   return count;
 }
 
@@ -319,16 +320,18 @@ int THCState_getNumDevices(THCState*) {
   }
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_DEVICE_API)
 
-void kfl_thc_check(cudaError_t err, const char* file, int line) {
+void __THCudaCheck(cudaError_t err, const char* file, int line) {
   if (err == cudaSuccess) return;
+  if (file == nullptr) file = "?";
   cudaGetLastError();  // a launch error is taken, so the next check does not see it again
   throw std::runtime_error(std::string("CUDA error: ") + cudaGetErrorName(err) + ": " +
                            cudaGetErrorString(err) + " (" + file + ":" + std::to_string(line) +
                            ")");
 }
 
-void kfl_thc_check_warn(cudaError_t err, const char* file, int line) {
+void __THCudaCheckWarn(cudaError_t err, const char* file, int line) {
   if (err == cudaSuccess) return;
+  if (file == nullptr) file = "?";
   cudaGetLastError();
   std::fprintf(stderr, "THCudaCheckWarn FAIL file=%s line=%i error=%i : %s\n", file, line,
                static_cast<int>(err), cudaGetErrorString(err));
@@ -343,6 +346,15 @@ void* kfl_thc_malloc(THCState*, size_t size) {
 cudaError_t kfl_thc_malloc_into(THCState* s, void** ptr, size_t size) {
   *ptr = kfl_thc_malloc(s, size);
   return cudaSuccess;
+}
+
+// free and total bytes of the current device: cudaMemGetInfo's, and its
+// error returned, as THC's (whose free bytes also counted its own caching
+// allocator's unused blocks: torch's stable ABI gives no such figure)
+cudaError_t THCudaMemGetInfo(THCState*, size_t* freeBytes, size_t* totalBytes) {
+  need("THCudaMemGetInfo",
+       {{freeBytes, 1, "freeBytes", "size_t*"}, {totalBytes, 2, "totalBytes", "size_t*"}});
+  return cudaMemGetInfo(freeBytes, totalBytes);
 }
 
 cudaError_t THCudaFree(THCState*, void* ptr) {

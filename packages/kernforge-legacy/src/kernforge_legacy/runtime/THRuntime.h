@@ -555,10 +555,10 @@ inline void cuda_element_copy(const void* t, void* dst, const void* src, size_t 
   check(aoti_torch_get_device_index(handle(t), &device), fn);
   check(aoti_torch_get_current_cuda_stream(device, &stream), fn);
   const auto s = static_cast<cudaStream_t>(stream);
-  kfl_thc_check(cudaMemcpyAsync(dst, src, bytes,
+  __THCudaCheck(cudaMemcpyAsync(dst, src, bytes,
                                 to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, s),
                 __FILE__, __LINE__);
-  kfl_thc_check(cudaStreamSynchronize(s), __FILE__, __LINE__);
+  __THCudaCheck(cudaStreamSynchronize(s), __FILE__, __LINE__);
 #else
   (void)t, (void)dst, (void)src, (void)bytes, (void)to_host;
   throw std::runtime_error(std::string(fn) + ": a CUDA tensor in a build without CUDA");
@@ -843,7 +843,7 @@ inline bool one_pass_axpy(const void* r, const void* t, const void* src, double 
   const cudaError_t err =
       kfl_cuda_axpy(kind, out, a, b, alpha, c, numel(t), static_cast<cudaStream_t>(stream));
   aoti_torch_delete_device_guard(guard);
-  kfl_thc_check(err, __FILE__, __LINE__);
+  __THCudaCheck(err, __FILE__, __LINE__);
 #endif
   return true;
 }

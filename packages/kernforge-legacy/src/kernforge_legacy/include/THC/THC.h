@@ -100,14 +100,14 @@ int THCState_getNumBlasHandles(THCState* state);
 int THCState_getCurrentBlasHandleIndex(THCState* state);
 
 /* THCublasCheck(status): raises a Python RuntimeError naming the cuBLAS status. */
-void kfl_thc_cublas_check(cublasStatus_t status, const char* file, int line);
-#define THCublasCheck(status) kfl_thc_cublas_check((status), __FILE__, __LINE__)
+void __THCublasCheck(cublasStatus_t status, const char* file, int line);
+#define THCublasCheck(status) __THCublasCheck((status), __FILE__, __LINE__)
 /* THCudaCheck(err): raises a Python RuntimeError naming the CUDA error. */
-void kfl_thc_check(cudaError_t err, const char* file, int line);
-#define THCudaCheck(err) kfl_thc_check((err), __FILE__, __LINE__)
+void __THCudaCheck(cudaError_t err, const char* file, int line);
+#define THCudaCheck(err) __THCudaCheck((err), __FILE__, __LINE__)
 /* THCudaCheckWarn(err): prints the CUDA error to stderr and goes on. */
-void kfl_thc_check_warn(cudaError_t err, const char* file, int line);
-#define THCudaCheckWarn(err) kfl_thc_check_warn((err), __FILE__, __LINE__)
+void __THCudaCheckWarn(cudaError_t err, const char* file, int line);
+#define THCudaCheckWarn(err) __THCudaCheckWarn((err), __FILE__, __LINE__)
 /* THCAssertSameGPU(THCudaTensor_checkGPU(state, n, ...)): raises (as
  * THError) unless the tensors are all on the current device. */
 #define THCAssertSameGPU(expr) \
@@ -360,10 +360,37 @@ void THCudaBlas_DgemmStridedBatched(THCState* state, char transa, char transb, i
                                     int64_t strideA, const double* b, int64_t ldb, int64_t strideB,
                                     double beta, double* c, int64_t ldc, int64_t strideC,
                                     int64_t batchCount);
+/* THCBlas.h's dot and ger over device vectors of n elements inc apart
+ * (inc < 0: read from the far end, as cuBLAS reads them); a column-major
+ * (m x n, lda) += alpha x y^T for ger. */
+float THCudaBlas_Sdot(THCState* state, int64_t n, float* x, int64_t incx, float* y, int64_t incy);
+double THCudaBlas_Ddot(THCState* state, int64_t n, double* x, int64_t incx, double* y,
+                       int64_t incy);
+KFL_CUDA_HALF THCudaBlas_Hdot(THCState* state, int64_t n, KFL_CUDA_HALF* x, int64_t incx,
+                              KFL_CUDA_HALF* y, int64_t incy);
+void THCudaBlas_Sger(THCState* state, int64_t m, int64_t n, float alpha, float* x, int64_t incx,
+                     float* y, int64_t incy, float* a, int64_t lda);
+void THCudaBlas_Dger(THCState* state, int64_t m, int64_t n, double alpha, double* x, int64_t incx,
+                     double* y, int64_t incy, double* a, int64_t lda);
 void THCudaBlas_Sgemv(THCState* state, char trans, int64_t m, int64_t n, float alpha, float* a,
                       int64_t lda, float* x, int64_t incx, float beta, float* y, int64_t incy);
 void THCudaBlas_Dgemv(THCState* state, char trans, int64_t m, int64_t n, double alpha, double* a,
                       int64_t lda, double* x, int64_t incx, double beta, double* y, int64_t incy);
+
+/* THCHalf.h: one value converted on the host (as TH_float2half), or len
+ * values between device arrays; whether the current device has half
+ * instructions (compute capability 5.3 and up) and "fast" ones (6.0 only),
+ * as THC answered. */
+KFL_CUDA_HALF THC_float2half(float a);
+float THC_half2float(KFL_CUDA_HALF a);
+void THCFloat2Half(THCState* state, KFL_CUDA_HALF* out, float* in, ptrdiff_t len);
+void THCHalf2Float(THCState* state, float* out, KFL_CUDA_HALF* in, ptrdiff_t len);
+int THC_nativeHalfInstructions(THCState* state);
+int THC_fastHalfInstructions(THCState* state);
+/* THCSleep.h: a kernel spinning `cycles` clock cycles on the current stream. */
+void THC_sleep(THCState* state, int64_t cycles);
+/* THCGeneral.h: the current device's free and total bytes (cudaMemGetInfo). */
+cudaError_t THCudaMemGetInfo(THCState* state, size_t* freeBytes, size_t* totalBytes);
 
 #ifdef __cplusplus
 }
