@@ -465,18 +465,18 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
         tmp_path,
         {
             "g.c": "#include <TH/TH.h>\n"
-            "void THFloatLapack_gesv(THFloatTensor *, THFloatTensor *, long, float, float);\n"
-            "int g(THFloatTensor *x) { THFloatLapack_gesv(x, x, 4, 0.0f, 1.0f); return 1; }\n",
+            "void THFloatLapack_gels(THFloatTensor *, THFloatTensor *, long, float, float);\n"
+            "int g(THFloatTensor *x) { THFloatLapack_gels(x, x, 4, 0.0f, 1.0f); return 1; }\n",
         },
     )
     ext = _extension(
         tmp_path,
         "int f(THFloatTensor *x);",
         "#include <TH/TH.h>\n"
-        "void THFloatLapack_gesv(THFloatTensor *, THFloatTensor *, long, float, float);\n"
+        "void THFloatLapack_gels(THFloatTensor *, THFloatTensor *, long, float, float);\n"
         "void THMapAllocator_new(THFloatTensor *, THFloatTensor *, THFloatTensor *, int);\n"
         "int helper_of_mine(int);\n"
-        "int f(THFloatTensor *x) {\n  THFloatLapack_gesv(x, x, 4, 0.0f, 1.0f);\n"
+        "int f(THFloatTensor *x) {\n  THFloatLapack_gels(x, x, 4, 0.0f, 1.0f);\n"
         "  THMapAllocator_new(x, x, x, 0);\n  return helper_of_mine(1);\n}\n",
         verbose=False,
     )
@@ -486,7 +486,7 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
     assert str(info.value) == (
         "building f failed: functions the code calls are defined nowhere\n"
         "TH/THC functions kernforge-legacy does not provide (see its porting guide):\n"
-        "  THFloatLapack_gesv  (called in f.c, g.c)\n"
+        "  THFloatLapack_gels  (called in f.c, g.c)\n"
         "  THMapAllocator_new  (called in f.c)\n"
         "other functions, in no source or library of the build:\n"
         "  helper_of_mine  (called in f.c)"

@@ -703,13 +703,15 @@ def test_coverage_table_reads_the_headers():
                  "THDoubleTensor_potrf", "THCudaTensor_gesv", "THFloatTensor_geev", "THCudaTensor_gels",
                  "THDoubleTensor_pstrf", "THCudaDoubleTensor_btrifact", "THFloatTensor_multinomial",
                  "THCudaHalfTensor_multinomialAliasDraw", "THCStream_new",
-                 "THCState_setCurrentStreamIndex"):  # fmt: skip
+                 "THCState_setCurrentStreamIndex", "THFloatLapack_gesv", "THDoubleLapack_syev",
+                 "THCudaTensor_indexSelect_long", "THCudaIntTensor_addmm", "THC_float2half",
+                 "THCudaStorage_getDevice"):  # fmt: skip
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
     missing = (
         "THMapAllocatorContext_new",
         "THCudaStorage_resize",
-        "THFloatLapack_gesv",
+        "THFloatLapack_gels",
         "THFloatStorage_newWithMapping",
     )
     for name in missing:
@@ -2124,3 +2126,74 @@ def test_thc_half_conversions_sleep_and_memory_info(logic_cuda):
     assert logic_cuda.cuda_half_and_general(f, h, 7) == 1
     with pytest.raises(RuntimeError, match=r"THCFloat2Half: out is NULL for 37 elements"):
         logic_cuda.cuda_half_and_general(f, h, 8)
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_thc_state_of_ones_own_peer_access_and_pinned_memory(logic_cuda):
+    t = torch.randn(3, 5, generator=torch.Generator().manual_seed(76)).cuda()
+    before = t.clone()
+    assert logic_cuda.cuda_state_and_host_memory(t, 0) == 1
+    assert torch.equal(t, before * 2)
+    assert logic_cuda.cuda_state_and_host_memory(t, 1) == 1
+    assert logic_cuda.cuda_state_and_host_memory(t, 2) == 1
+    torch.cuda.synchronize()
+    assert torch.equal(t.cpu(), torch.arange(15, dtype=torch.float32).reshape(3, 5))
+    with pytest.raises(RuntimeError, match=r"THCState_getPeerToPeerAccess: \d+ is not a device"):
+        logic_cuda.cuda_state_and_host_memory(t, 3)
+
+
+def test_raw_lapack_on_column_major_memory(logic):
+    gen = torch.Generator().manual_seed(77)
+    n, k = 5, 3
+    A = torch.randn(n, n, generator=gen, dtype=torch.float64) + 4 * torch.eye(n, dtype=torch.float64)
+    B = torch.randn(n, k, generator=gen, dtype=torch.float64)
+
+    def column_major(m):  # the tensor whose memory holds m column by column
+        return m.t().contiguous()
+
+    def run(which, a, b=None, w=None):
+        a, b = column_major(a), column_major(B if b is None else b)
+        ipiv = torch.full((n,), -7, dtype=torch.int32)
+        w = torch.full((n,), float("nan"), dtype=torch.float64) if w is None else w
+        return logic.lapack_raw(a, b, ipiv, w, which), a.t(), b.t(), ipiv, w
+
+    LU, pivots = torch.linalg.lu_factor(A)
+    info, a, b, ipiv, _ = run(0, A)  # gesv
+    assert info == 0 and torch.equal(ipiv, pivots)
+    close(a, LU)
+    close(b, torch.linalg.solve(A, B))
+    info, a, _, ipiv, _ = run(1, A)  # getrf
+    assert info == 0 and torch.equal(ipiv, pivots)
+    close(a, LU)
+
+    def from_lu(which, b=None):
+        a, bm = column_major(LU), column_major(B if b is None else b)
+        ipiv = pivots.clone()
+        return logic.lapack_raw(a, bm, ipiv, torch.zeros(n, dtype=torch.float64), which), a.t(), bm.t()
+
+    info, _, b = from_lu(2)  # getrs, transposed
+    assert info == 0
+    close(b, torch.linalg.solve(A.t(), B))
+    info, a, _ = from_lu(3)  # getri
+    assert info == 0
+    close(a, torch.linalg.inv(A))
+    U = A.triu()
+    info, _, b, _, _ = run(4, U)  # trtrs
+    assert info == 0
+    close(b, torch.linalg.solve_triangular(U, B, upper=True))
+    singular = U.clone()
+    singular[2, 2] = 0
+    info, _, b, _, _ = run(4, singular)
+    assert info == 3 and torch.equal(b, B)  # nothing solved, as LAPACK
+    S = A + A.t()
+    info, vectors, _, _, w = run(5, S)  # syev, from the lower triangle
+    assert info == 0
+    close(w, torch.linalg.eigvalsh(S))
+    close(S @ vectors, vectors * w)
+    assert run(6, S)[0] == 3 * n - 1  # the workspace query
+    with pytest.raises(RuntimeError, match=r"THDoubleLapack_gesv: lda must be >= 5, got 4"):
+        run(7, A)
+    with pytest.raises(RuntimeError, match=r"THDoubleLapack_trtrs: uplo must be one of \"UL\", got 'X'"):
+        run(8, A)
+    assert run(9, A)[0] == 1  # THFloatLapack_gesv

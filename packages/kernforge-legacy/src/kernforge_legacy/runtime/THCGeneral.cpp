@@ -1,5 +1,7 @@
 // THC's state, devices, streams, cuBLAS handles, allocation and error checks
 // (THCGeneral.h). Built into the runtime of a CUDA build only.
+#include <map>
+
 #include "THRuntime.h"
 
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
@@ -57,6 +59,20 @@ int current_device(const char* fn) {
   check(aoti_torch_get_current_device_index(&device), fn);
   return device;
 }
+
+// the device of a tensor's or a storage's memory
+int device_of(const void* self, const char* fn, const char* type) {
+  need(fn, {{self, 1, "self", type}});
+  int32_t index;
+  check(aoti_torch_get_device_index(handle(self), &index), fn);
+  return index;
+}
+
+// THCState_setPeerToPeerAccess's choices, by (device, peer); unset: whether
+// the device can access the peer (THC enabled every such pair at its start)
+std::mutex peer_mutex;
+std::map<std::pair<int, int>, bool> peer_access;
+int kernel_peer_access = 0;  // off, as THC started
 
 void check_device(int device, const char* fn) {
   int count = 0;
@@ -299,24 +315,24 @@ int THCState_getNumDevices(THCState*) {
   return count;
 }
 
-#define KFL_DEFINE_DEVICE_API(T, S, real, dtype)                               \
-  int T##_getDevice(THCState*, const T* self) {                                \
-    need(#T "_getDevice", {{self, 1, "self", #T "*"}});                        \
-    int32_t index;                                                             \
-    check(aoti_torch_get_device_index(handle(self), &index), #T "_getDevice"); \
-    return index;                                                              \
-  }                                                                            \
-  int T##_checkGPU(THCState* s, unsigned int n_tensors, ...) {                 \
-    const int current = THCState_getCurrentDevice(s);                          \
-    va_list args;                                                              \
-    va_start(args, n_tensors);                                                 \
-    int same = 1;                                                              \
-    for (unsigned int i = 0; i < n_tensors; i++) {                             \
-      const T* t = va_arg(args, const T*);                                     \
-      if (t != nullptr && T##_getDevice(s, t) != current) same = 0;            \
-    }                                                                          \
-    va_end(args);                                                              \
-    return same;                                                               \
+#define KFL_DEFINE_DEVICE_API(T, S, real, dtype)                    \
+  int T##_getDevice(THCState*, const T* self) {                     \
+    return device_of(self, #T "_getDevice", #T "*");                \
+  }                                                                 \
+  int S##_getDevice(THCState*, const S* storage) {                  \
+    return device_of(storage, #S "_getDevice", #S "*");             \
+  }                                                                 \
+  int T##_checkGPU(THCState* s, unsigned int n_tensors, ...) {      \
+    const int current = THCState_getCurrentDevice(s);               \
+    va_list args;                                                   \
+    va_start(args, n_tensors);                                      \
+    int same = 1;                                                   \
+    for (unsigned int i = 0; i < n_tensors; i++) {                  \
+      const T* t = va_arg(args, const T*);                          \
+      if (t != nullptr && T##_getDevice(s, t) != current) same = 0; \
+    }                                                               \
+    va_end(args);                                                   \
+    return same;                                                    \
   }
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_DEVICE_API)
 
@@ -347,6 +363,80 @@ cudaError_t kfl_thc_malloc_into(THCState* s, void** ptr, size_t size) {
   *ptr = kfl_thc_malloc(s, size);
   return cudaSuccess;
 }
+
+// A state of one's own (THCState_alloc, THCudaInit): torch started CUDA, and
+// the runtime keeps nothing in a state, so any state works as THC's global one
+THCState* THCState_alloc(void) {
+  return new THCState();
+}
+void THCState_free(THCState* s) {
+  if (s != state) delete s;
+}
+void THCudaInit(THCState*) {}
+void THCudaShutdown(THCState*) {}
+
+int THCState_getPeerToPeerAccess(THCState*, int dev, int devToAccess) {
+  const char* fn = "THCState_getPeerToPeerAccess";
+  check_device(dev, fn);
+  check_device(devToAccess, fn);
+  if (dev == devToAccess) return 1;
+  {
+    std::lock_guard<std::mutex> lock(peer_mutex);
+    auto found = peer_access.find({dev, devToAccess});
+    if (found != peer_access.end()) return found->second;
+  }
+  int can = 0;
+  __THCudaCheck(cudaDeviceCanAccessPeer(&can, dev, devToAccess), __FILE__, __LINE__);
+  return can;
+}
+// enables or disables dev's access to devToAccess's memory
+// (cudaDeviceEnablePeerAccess / DisablePeerAccess on dev)
+void THCState_setPeerToPeerAccess(THCState*, int dev, int devToAccess, int enable) {
+  const char* fn = "THCState_setPeerToPeerAccess";
+  check_device(dev, fn);
+  check_device(devToAccess, fn);
+  if (dev == devToAccess) return;
+  int current;
+  __THCudaCheck(cudaGetDevice(&current), __FILE__, __LINE__);
+  __THCudaCheck(cudaSetDevice(dev), __FILE__, __LINE__);
+  cudaError_t err = enable ? cudaDeviceEnablePeerAccess(devToAccess, 0)
+                           : cudaDeviceDisablePeerAccess(devToAccess);
+  if (err == cudaErrorPeerAccessAlreadyEnabled || err == cudaErrorPeerAccessNotEnabled) {
+    cudaGetLastError();
+    err = cudaSuccess;
+  }
+  __THCudaCheck(cudaSetDevice(current), __FILE__, __LINE__);
+  __THCudaCheck(err, __FILE__, __LINE__);
+  std::lock_guard<std::mutex> lock(peer_mutex);
+  peer_access[{dev, devToAccess}] = enable != 0;
+}
+// a flag kept for code that asks: torch's ops check devices themselves
+int THCState_getKernelPeerToPeerAccessEnabled(THCState*) {
+  return kernel_peer_access;
+}
+void THCState_setKernelPeerToPeerAccessEnabled(THCState*, int val) {
+  kernel_peer_access = val != 0;
+}
+
+// torch's caching allocator serves THCudaMalloc
+int THCState_isCachingAllocatorEnabled(THCState*) {
+  return 1;
+}
+
+// pinned host memory (cudaHostAlloc; THC cached it, torch's cache is not in
+// its stable ABI); freeing waits for the device first, so recording a stream
+// has nothing to do
+void* THCudaHostAlloc(THCState*, size_t size) {
+  void* ptr = nullptr;
+  if (size > 0) __THCudaCheck(cudaHostAlloc(&ptr, size, cudaHostAllocDefault), __FILE__, __LINE__);
+  return ptr;
+}
+void THCudaHostFree(THCState*, void* ptr) {
+  if (ptr == nullptr) return;
+  __THCudaCheck(cudaDeviceSynchronize(), __FILE__, __LINE__);  // copies from it may be in flight
+  __THCudaCheck(cudaFreeHost(ptr), __FILE__, __LINE__);
+}
+void THCudaHostRecord(THCState*, void*) {}
 
 // free and total bytes of the current device: cudaMemGetInfo's, and its
 // error returned, as THC's (whose free bytes also counted its own caching

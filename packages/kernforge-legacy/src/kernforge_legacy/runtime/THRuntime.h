@@ -1164,6 +1164,18 @@ inline void joined(const void* r, const void* const* inputs, int n, int dimensio
   into(r, "aten::cat", "", fn, parts, static_cast<int64_t>(dimension));
 }
 
+// Every result (the first n) of aten::<name>.<overload>(args...)
+template <class... A>
+std::vector<Tensor> results(size_t n, const char* name, const char* overload, const char* fn,
+                            const A&... args) {
+  std::vector<StableIValue> stack = {torch::stable::detail::from(args)...};
+  stack.resize(std::max(stack.size(), n));
+  check(torch_call_dispatcher(name, overload, stack.data(), TORCH_ABI_VERSION), fn);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(torch::stable::detail::to<Tensor>(stack[i]));
+  return out;
+}
+
 // values and indices := the two results of aten::<name>.<overload>(args...):
 // TH's max, min, sort, topk, kthvalue, median and mode
 template <class... A>

@@ -49,18 +49,6 @@ void svd(const void* ru, const void* rs, const void* rv, const Tensor& a, const 
   assign(rv, torch::stable::transpose(torch::stable::detail::to<Tensor>(stack[2]), 0, 1), fn);
 }
 
-// Every result of aten::<name>.<overload>(args...)
-template <class... A>
-std::vector<Tensor> results(size_t n, const char* name, const char* overload, const char* fn,
-                            const A&... args) {
-  std::vector<StableIValue> stack = {torch::stable::detail::from(args)...};
-  stack.resize(std::max(stack.size(), n));
-  check(torch_call_dispatcher(name, overload, stack.data(), TORCH_ABI_VERSION), fn);
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(torch::stable::detail::to<Tensor>(stack[i]));
-  return out;
-}
-
 // b as a matrix: a vector is one column, as TH took it
 Tensor as_matrix(const Tensor& b) {
   return b.dim() == 1 ? torch::stable::unsqueeze(b, 1) : b;

@@ -1037,6 +1037,27 @@ TH_FORALL_CPU_INT_TENSORS(TH_TENSOR_INT_BLAS_API)
 TH_FORALL_CPU_BLAS(TH_BLAS_API)
 #undef TH_BLAS_API
 
+/* TH's raw LAPACK (THLapack.h) on column-major memory, as Fortran's LAPACK
+ * took it, for float and double (TH built it for those two): gesv, getrf
+ * (the LU factors in place, ipiv 1-based), getrs, getri, trtrs and syev
+ * (eigenvalues ascending in w, jobz 'V': the eigenvectors in a). info is 0,
+ * or i > 0 as LAPACK's (a zero pivot or diagonal element: nothing solved);
+ * lwork -1 asks for the workspace size (in work[0]); an argument LAPACK
+ * would refuse raises, naming it. */
+#define TH_LAPACK_API(L, real)                                                                 \
+  void L##_gesv(int n, int nrhs, real* a, int lda, int* ipiv, real* b, int ldb, int* info);    \
+  void L##_getrf(int m, int n, real* a, int lda, int* ipiv, int* info);                        \
+  void L##_getrs(char trans, int n, int nrhs, real* a, int lda, int* ipiv, real* b, int ldb,   \
+                 int* info);                                                                   \
+  void L##_getri(int n, real* a, int lda, int* ipiv, real* work, int lwork, int* info);        \
+  void L##_trtrs(char uplo, char trans, char diag, int n, int nrhs, real* a, int lda, real* b, \
+                 int ldb, int* info);                                                          \
+  void L##_syev(char jobz, char uplo, int n, real* a, int lda, real* w, real* work, int lwork, \
+                int* info);
+TH_LAPACK_API(THFloatLapack, float)
+TH_LAPACK_API(THDoubleLapack, double)
+#undef TH_LAPACK_API
+
 #ifdef __cplusplus
 }
 #endif

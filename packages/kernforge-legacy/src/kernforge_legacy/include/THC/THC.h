@@ -152,11 +152,12 @@ cudaError_t THCudaFree(THCState* state, void* ptr);
   X(Half, THCudaHalfTensor, __VA_ARGS__)     \
   X(BFloat16, THCudaBFloat16Tensor, __VA_ARGS__)
 
-/* The device of a CUDA tensor; and checkGPU(state, n, t1, ..., tn): 1 when
- * the n tensors (of the type, NULL skipped) are all on the current device,
- * else 0, as THC's THCudaTensor_checkGPU. */
-#define THC_TENSOR_DEVICE_API(T)                     \
-  int T##_getDevice(THCState* state, const T* self); \
+/* The device of a CUDA tensor or storage; and checkGPU(state, n, t1, ...,
+ * tn): 1 when the n tensors (of the type, NULL skipped) are all on the
+ * current device, else 0, as THC's THCudaTensor_checkGPU. */
+#define THC_TENSOR_DEVICE_API(T, S)                     \
+  int T##_getDevice(THCState* state, const T* self);    \
+  int S##_getDevice(THCState* state, const S* storage); \
   int T##_checkGPU(THCState* state, unsigned int n_tensors, ...);
 
 /* The same API as TH's (TH/TH.h), each function taking the state first;
@@ -164,7 +165,7 @@ cudaError_t THCudaFree(THCState* state, void* ptr);
 #define TH_CUDA_TENSOR_API(T, S, real, dtype)                          \
   TH_TENSOR_API(T, S, real, THCState* state, )                         \
   TH_TENSOR_MEMORY_API(T, S, real, THCState* state, THCState* state, ) \
-  THC_TENSOR_DEVICE_API(T)
+  THC_TENSOR_DEVICE_API(T, S)
 TH_FORALL_CUDA_TENSORS(TH_CUDA_TENSOR_API)
 #undef TH_CUDA_TENSOR_API
 #define TH_CUDA_INT_MATH_API(T, S, real, dtype) \
@@ -389,8 +390,25 @@ int THC_nativeHalfInstructions(THCState* state);
 int THC_fastHalfInstructions(THCState* state);
 /* THCSleep.h: a kernel spinning `cycles` clock cycles on the current stream. */
 void THC_sleep(THCState* state, int64_t cycles);
-/* THCGeneral.h: the current device's free and total bytes (cudaMemGetInfo). */
+/* THCGeneral.h: the current device's free and total bytes (cudaMemGetInfo);
+ * a state of one's own (every function takes any state: torch started CUDA,
+ * THCudaInit and THCudaShutdown do nothing); peer access between devices
+ * (get: as set, else whether the device can access the peer), the kernel
+ * peer-access flag (kept, off at the start); the caching allocator (torch's:
+ * 1); pinned host memory (cudaHostAlloc / cudaFreeHost). */
 cudaError_t THCudaMemGetInfo(THCState* state, size_t* freeBytes, size_t* totalBytes);
+THCState* THCState_alloc(void);
+void THCState_free(THCState* state);
+void THCudaInit(THCState* state);
+void THCudaShutdown(THCState* state);
+int THCState_getPeerToPeerAccess(THCState* state, int dev, int devToAccess);
+void THCState_setPeerToPeerAccess(THCState* state, int dev, int devToAccess, int enable);
+int THCState_getKernelPeerToPeerAccessEnabled(THCState* state);
+void THCState_setKernelPeerToPeerAccessEnabled(THCState* state, int val);
+int THCState_isCachingAllocatorEnabled(THCState* state);
+void* THCudaHostAlloc(THCState* state, size_t size);
+void THCudaHostFree(THCState* state, void* ptr);
+void THCudaHostRecord(THCState* state, void* ptr);
 
 #ifdef __cplusplus
 }
