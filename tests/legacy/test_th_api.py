@@ -710,7 +710,7 @@ def test_coverage_table_reads_the_headers():
     assert how["THCudaMalloc"] == "macro"
     missing = (
         "THMapAllocatorContext_new",
-        "THCudaStorage_resize",
+        "THCudaStorage_newWithData",
         "THFloatLapack_gels",
         "THFloatStorage_newWithMapping",
     )
@@ -2141,6 +2141,7 @@ def test_thc_state_of_ones_own_peer_access_and_pinned_memory(logic_cuda):
     assert torch.equal(t.cpu(), torch.arange(15, dtype=torch.float32).reshape(3, 5))
     with pytest.raises(RuntimeError, match=r"THCState_getPeerToPeerAccess: \d+ is not a device"):
         logic_cuda.cuda_state_and_host_memory(t, 3)
+    assert logic_cuda.cuda_state_and_host_memory(t, 4) == 1
 
 
 def test_raw_lapack_on_column_major_memory(logic):

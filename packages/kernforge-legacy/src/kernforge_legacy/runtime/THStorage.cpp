@@ -3,7 +3,7 @@
 
 namespace {
 
-// TH's S_resize: the storage itself grows or shrinks (torch's resize_ of the
+// TH's and THC's S_resize: the storage itself grows or shrinks (torch's resize_ of the
 // tensor over all of it, from element 0), kept elements kept, new ones
 // uninitialized; every tensor over that storage sees the new memory. A
 // tensor's own `storage` field is resized through the tensor instead.
@@ -92,16 +92,19 @@ extern "C" {
     release(self);                                                                                 \
   }
 
+#define KFL_DEFINE_STORAGE_RESIZE(S, ...)                \
+  void S##_resize(__VA_ARGS__ S* self, ptrdiff_t size) { \
+    need(#S "_resize", {{self, 1, "self", #S "*"}});     \
+    resize_storage(self, size, #S "_resize");            \
+  }
 #define KFL_DEFINE_CPU_STORAGE(T, S, real, dtype)       \
   KFL_DEFINE_STORAGE_API(S, real, dtype, false, void, ) \
-  void S##_resize(S* self, ptrdiff_t size) {            \
-    need(#S "_resize", {{self, 1, "self", #S "*"}});    \
-    resize_storage(self, size, #S "_resize");           \
-  }
+  KFL_DEFINE_STORAGE_RESIZE(S, )
 TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU_STORAGE)
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
-#define KFL_DEFINE_CUDA_STORAGE(T, S, real, dtype) \
-  KFL_DEFINE_STORAGE_API(S, real, dtype, true, THCState*, THCState*, )
+#define KFL_DEFINE_CUDA_STORAGE(T, S, real, dtype)                     \
+  KFL_DEFINE_STORAGE_API(S, real, dtype, true, THCState*, THCState*, ) \
+  KFL_DEFINE_STORAGE_RESIZE(S, THCState*, )
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_STORAGE)
 #endif
 

@@ -281,10 +281,12 @@ TH_FORALL_CPU_TENSORS(THC_CPU_COPY_API)
   X(Double, THCudaDoubleStorage, __VA_ARGS__) \
   X(Half, THCudaHalfStorage, __VA_ARGS__)     \
   X(BFloat16, THCudaBFloat16Storage, __VA_ARGS__)
+/* ... and S_resize: as TH's (TH/TH.h), on the storage's device */
 #define THC_CUDA_STORAGE_COPY_API(T, S, real, dtype)                     \
   TH_STORAGE_COPY_API(S, real, THCState* state, )                        \
   TH_FORALL_CUDA_STORAGE_NAMES(THC_COPY_FROM_CUDA, S, THCState* state, ) \
-  int S##_elementSize(THCState* state);
+  int S##_elementSize(THCState* state);                                  \
+  void S##_resize(THCState* state, S* self, ptrdiff_t size);
 TH_FORALL_CUDA_TENSORS(THC_CUDA_STORAGE_COPY_API)
 #undef THC_CUDA_STORAGE_COPY_API
 #define THC_CPU_STORAGE_COPY_API(T, S, real, dtype) \
