@@ -2024,9 +2024,10 @@ def test_thc_index_and_mask_forms_with_a_cpu_index_or_mask_and_reshape(logic_cud
         RuntimeError, match=r"THCudaTensor_indexSelect_long: argument 4 \(index, THLongTensor\*\) is NULL"
     ):
         logic_cuda.cuda_host_index(base, t, None, mask, 0)
-    with pytest.raises(RuntimeError, match=r"THCudaTensor_maskedFillByte: .*shape"):
+    # torch's reason where the running torch tells it (2.13 on), else that the sizes do not fit
+    with pytest.raises(RuntimeError, match=r"THCudaTensor_maskedFillByte: .*(shape|size)"):
         run(4, base.clone(), m=mask[:2])
-    with pytest.raises(RuntimeError, match=r"THCudaTensor_indexCopy_long: .*index"):
+    with pytest.raises(RuntimeError, match=r"THCudaTensor_indexCopy_long: .*(index|size)"):
         run(1, torch.randn(2, 3, device="cuda"))
 
 
@@ -2046,7 +2047,9 @@ def test_thc_sort_key_value_permutes_the_values_as_the_keys(logic_cuda, descendi
         match=r"THCudaTensor_sortKeyValueInplace: key tensor must have same size as value tensor",
     ):
         logic_cuda.cuda_sort_key_value(key, value[:, :5], 1, descending)
-    with pytest.raises(RuntimeError, match=r"THCudaTensor_sortKeyValueInplace: .*(dim|range)"):
+    with pytest.raises(
+        RuntimeError, match=r"THCudaTensor_sortKeyValueInplace: dimension 5 out of range of a 2-D tensor"
+    ):
         logic_cuda.cuda_sort_key_value(key, value, 5, descending)
 
 
@@ -2116,7 +2119,7 @@ def test_thc_half_conversions_sleep_and_memory_info(logic_cuda):
     assert torch.equal(back, h.float())
     assert logic_cuda.cuda_half_and_general(f, h, 2) == 1
     assert logic_cuda.cuda_half_and_general(back, h, 3) == 1
-    close(back, torch.full_like(back, float((h.float() * h.float()).sum().half())), rtol=1e-2)
+    close(back, torch.full_like(back, float((h.float() * h.float()).sum().half())), rtol=1e-2, atol=0)
     major, minor = torch.cuda.get_device_capability()
     native, fast = major > 5 or (major, minor) == (5, 3), (major, minor) == (6, 0)
     assert logic_cuda.cuda_half_and_general(f, h, 4) == 2 * native + fast

@@ -50,6 +50,7 @@ void sort_key_value(const Tensor& key, const Tensor& value, int dim, bool dir, c
     throw std::runtime_error(std::string(fn) +
                              ": key tensor must have same size as value tensor, got " +
                              describe(sizes(key)).str + " and " + describe(sizes(value)).str);
+  check_dim(key, dim, fn);
   std::vector<StableIValue> stack = {torch::stable::detail::from(key),
                                      torch::stable::detail::from(static_cast<int64_t>(dim)),
                                      torch::stable::detail::from(dir)};
