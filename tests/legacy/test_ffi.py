@@ -600,13 +600,13 @@ def test_headers_at_their_old_paths(tmp_path, workdir):
 @pytest.mark.parametrize(
     "header, message",
     [
-        ("int f(float *buf);", r"parameter 1 of f \('float \*buf'\) cannot be passed from Python"),
-        ("int f(THFloatStorage *s);", r"parameter 1 of f \('THFloatStorage \*s'\) cannot be passed"),
-        ("THFloatTensor *f(int n);", r"cannot read 'THFloatTensor \*f\(int n\)' as a function prototype"),
-        ("char *f(int n);", r"cannot read"),
         (
             "int f(THCudaTensor *x);",
             r"f takes a THCudaTensor \*, which needs create_extension\(..., with_cuda=True\)",
+        ),
+        (
+            "void THNN_(Abs_updateOutput)(int n);",
+            r"cannot read 'void THNN_\(Abs_updateOutput\)\(int n\)' as a function",
         ),
     ],
 )
@@ -615,12 +615,61 @@ def test_unsupported_prototypes_are_refused_by_name(tmp_path, header, message):
         _extension(tmp_path, header, "")
 
 
+def test_a_prototype_python_cannot_call_leaves_the_rest_built(tmp_path, workdir):
+    """cffi wrapped every prototype of the header, and 2017 headers declared
+    helpers over raw pointers among the exported functions (EmbraceLife's
+    my_lib.h: THSize_isSameSizeAs over int64_t arrays): the extension builds,
+    with a warning, and only calling such a function raises."""
+    header = (
+        "int f(THFloatTensor *x);\n"
+        "int sum_of(const int64_t *values, int64_t n);\n"
+        "int g(THFloatStorage *s);\n"
+        "THFloatTensor *make(int n);\n"
+    )
+    source = (
+        "#include <TH/TH.h>\n"
+        "int f(THFloatTensor *x) { return (int)THFloatTensor_nElement(x); }\n"
+        "int sum_of(const int64_t *values, int64_t n) {\n"
+        "  int64_t s = 0;\n  while (n--) s += values[n];\n  return (int)s;\n}\n"
+        "int g(THFloatStorage *s) { return (int)THFloatStorage_size(s); }\n"
+        "THFloatTensor *make(int n) { return THFloatTensor_newWithSize1d(n); }\n"
+    )
+    with pytest.warns(UserWarning) as caught:
+        ext = _extension(tmp_path, header, source, verbose=False)
+    reasons = [str(w.message) for w in caught]
+    assert any(
+        "parameter 1 of sum_of ('const int64_t *values') cannot be passed from Python" in r for r in reasons
+    )
+    assert any("parameter 1 of g ('THFloatStorage *s') cannot be passed" in r for r in reasons)
+    assert any("make returns 'THFloatTensor *'" in r for r in reasons)
+    module = _load(ext.build(), "fixture_unwrapped")
+    assert module.f(torch.ones(2, 5)) == 10
+    for name, what in (
+        ("sum_of", "parameter 1 of sum_of"),
+        ("g", "parameter 1 of g"),
+        ("make", "make returns"),
+    ):
+        with pytest.raises(TypeError, match=rf"{what}.*built the extension without a Python function for it"):
+            getattr(module, name)(None, 1) if name == "sum_of" else getattr(module, name)(None)
+    assert sorted(module.__all__) == ["f", "g", "make", "sum_of"]
+
+
 def test_unsupported_arguments_are_refused(tmp_path):
     with pytest.raises(TypeError, match=r"unsupported argument\(s\) \['extra_cuda_cflags'\]"):
         _extension(tmp_path, "int f(int n);", "", extra_cuda_cflags=["-G"])
     _write(tmp_path, {"k.cu": ""})
     with pytest.raises(ValueError, match=r"k\.cu is CUDA; build it with with_cuda=True"):
         ffi.create_extension("f", headers="f.h", sources=["k.cu"], relative_to=str(tmp_path / "b.py"))
+
+
+def test_header_parsing_refuses_or_sets_aside_what_python_cannot_call():
+    with pytest.raises(ValueError, match=r"parameter 1 of f \('float \*buf'\) cannot be passed from Python"):
+        ffi.parse_header("int f(float *buf);", "f.h", False)
+    skipped = []
+    protos = ffi.parse_header("int f(float *buf);\nint g(int n);\nchar *h(int n);", "f.h", False, skipped)
+    assert [p.name for p in protos] == ["g"]
+    assert [name for name, _ in skipped] == ["f", "h"]
+    assert "h returns 'char *'" in skipped[1][1]
 
 
 def test_header_parsing():

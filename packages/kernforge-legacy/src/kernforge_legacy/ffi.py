@@ -259,6 +259,24 @@ def legacy_function(op, name: str):
     return call
 
 
+def unwrapped_function(name: str, reason: str):
+    """The Python function an extension module exports for a C function whose
+    prototype cannot be called from Python (a raw pointer parameter, a pointer
+    returned): the extension builds, as cffi built it, and calling it raises
+    TypeError with the reason."""
+
+    def call(*args, **kwargs):
+        raise TypeError(f"{reason}; kernforge_legacy built the extension without a Python function for it")
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = reason
+    return call
+
+
+class _Unwrappable(ValueError):
+    """A prototype that cannot be called from Python (its parameters or return)."""
+
+
 # C parameter and return types an extension function may use, and what the
 # torch op takes for them.
 _INT_TYPES = {
@@ -347,9 +365,14 @@ def _alias_name(i: int) -> str:
     return letters[i] if i < 26 else letters[i // 26 - 1] + letters[i % 26]
 
 
-def parse_header(text: str, header: str, with_cuda: bool) -> list[Prototype]:
+def parse_header(
+    text: str, header: str, with_cuda: bool, skipped: list[tuple[str, str]] | None = None
+) -> list[Prototype]:
     """The function prototypes of a header that holds only those (as the old
-    ``torch.utils.ffi`` required); comments and preprocessor lines are skipped."""
+    ``torch.utils.ffi`` required); comments and preprocessor lines are skipped.
+    A prototype Python cannot call (a raw pointer parameter, a pointer
+    returned) raises ValueError, or with ``skipped`` given is appended to it
+    as (name, reason) and left out."""
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
     text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
@@ -359,19 +382,26 @@ def parse_header(text: str, header: str, with_cuda: bool) -> list[Prototype]:
         if not decl:
             continue
         m = re.fullmatch(
-            r"(?:extern\s+)?(?P<ret>[A-Za-z_][\w\s]*?)\s*(?P<name>[A-Za-z_]\w*)\s*\((?P<params>.*)\)", decl
+            r"(?:extern\s+)?(?P<ret>[A-Za-z_][\w\s*]*?)\s*(?P<name>[A-Za-z_]\w*)\s*\((?P<params>[^()]*)\)",
+            decl,
         )
         if not m:
             raise ValueError(f"{header}: cannot read {decl!r} as a function prototype")
-        name, ret = m["name"], " ".join(m["ret"].split())
-        if ret != "void" and ret not in _INT_TYPES | _FLOAT_TYPES | _BOOL_TYPES:
-            raise ValueError(
-                f"{header}: {name} returns {ret!r}; an extension function may return void, an integer, "
-                "float, double or bool (tensors are passed in and written in place)"
-            )
-        raw = m["params"].strip()
-        pieces = [] if raw in ("", "void") else [p.strip() for p in raw.split(",")]
-        params = tuple(_parse_param(p, i, name, header, with_cuda) for i, p in enumerate(pieces))
+        name, ret = m["name"], " ".join(m["ret"].replace("*", " * ").split())
+        try:
+            if ret != "void" and ret not in _INT_TYPES | _FLOAT_TYPES | _BOOL_TYPES:
+                raise _Unwrappable(
+                    f"{header}: {name} returns {ret!r}; an extension function may return void, an "
+                    "integer, float, double or bool (tensors are passed in and written in place)"
+                )
+            raw = m["params"].strip()
+            pieces = [] if raw in ("", "void") else [p.strip() for p in raw.split(",")]
+            params = tuple(_parse_param(p, i, name, header, with_cuda) for i, p in enumerate(pieces))
+        except _Unwrappable as e:
+            if skipped is None:
+                raise
+            skipped.append((name, str(e)))
+            continue
         # a C name that is a word of torch's schema language (`in`, `def`, ...) gets a `_`
         params = tuple(
             Param(p.c_type, p.name + "_", p.is_tensor, p.is_const) if p.name in _SCHEMA_KEYWORDS else p
@@ -394,19 +424,19 @@ def _parse_param(text: str, index: int, fn: str, header: str, with_cuda: bool) -
         "float, double and bool"
     )
     if stars > 1 or any(not re.fullmatch(r"[A-Za-z_]\w*|\*", t) for t in tokens):
-        raise ValueError(unsupported)
+        raise _Unwrappable(unsupported)
     if stars == 1:
         star = tokens.index("*")
         base, rest = tokens[:star], tokens[star + 1 :]
         if len(base) != 1 or len(rest) > 1:
-            raise ValueError(unsupported)
+            raise _Unwrappable(unsupported)
         c_type, name = base[0], (rest[0] if rest else f"arg{index}")
         if c_type in _CUDA_TENSORS and not with_cuda:
             raise ValueError(
                 f"{header}: {fn} takes a {c_type} *, which needs create_extension(..., with_cuda=True)"
             )
         if c_type not in _CPU_TENSORS and c_type not in _CUDA_TENSORS:
-            raise ValueError(unsupported)
+            raise _Unwrappable(unsupported)
         return Param(c_type, name, is_tensor=True, is_const=is_const)
     if len(tokens) > 1 and tokens[-1] not in _TYPE_WORDS:
         base, name = tokens[:-1], tokens[-1]
@@ -414,7 +444,7 @@ def _parse_param(text: str, index: int, fn: str, header: str, with_cuda: bool) -
         base, name = tokens, f"arg{index}"
     c_type = " ".join(base)
     if c_type not in _INT_TYPES | _FLOAT_TYPES | _BOOL_TYPES:
-        raise ValueError(unsupported)
+        raise _Unwrappable(unsupported)
     return Param(c_type, name, is_tensor=False, is_const=is_const)
 
 
@@ -443,10 +473,16 @@ class Extension:
             if src.suffix == ".cu" and not with_cuda:
                 raise ValueError(f"create_extension: {src} is CUDA; build it with with_cuda=True")
         self.functions: list[Prototype] = []
+        # (name, reason): declared, but Python cannot call them; cffi wrapped
+        # them anyway, and 2017 headers declared such helpers (EmbraceLife's
+        # my_lib.h: THSize_isSameSizeAs over int64_t arrays)
+        self.unwrapped: list[tuple[str, str]] = []
         for h in headers:
             path = self._path(h)
-            self.functions += parse_header(path.read_text(), str(h), with_cuda)
-        names = [f.name for f in self.functions]
+            self.functions += parse_header(path.read_text(), str(h), with_cuda, self.unwrapped)
+        for _, reason in self.unwrapped:
+            warnings.warn(f"{reason}; calling it from Python raises TypeError", stacklevel=2)
+        names = [f.name for f in self.functions] + [n for n, _ in self.unwrapped]
         if len(set(names)) != len(names):
             raise ValueError(f"create_extension: a function is declared twice in {headers}")
         self.language = kwargs.get("language") or "c"
@@ -570,6 +606,7 @@ class Extension:
             "import torch as _torch",
             "from kernforge_legacy.ffi import legacy_function as _legacy_function",
             "from kernforge_legacy.ffi import load_runtime as _load_runtime",
+            "from kernforge_legacy.ffi import unwrapped_function as _unwrapped_function",
             "",
             "# built by .build() as _NAME.so, or by setuptools (distutils_extension()) as _NAME<suffix>",
             "_here = _os.path.dirname(__file__)",
@@ -580,8 +617,9 @@ class Extension:
             f"_ops = getattr(_torch.ops, {ns!r})",
             "",
             *(f"{n} = _legacy_function(_ops.{n}.default, {n!r})" for n in names),
+            *(f"{n} = _unwrapped_function({n!r}, {reason!r})" for n, reason in self.unwrapped),
             "",
-            f"__all__ = {names!r}",
+            f"__all__ = {names + [n for n, _ in self.unwrapped]!r}",
         ]
         return "\n".join(lines) + "\n"
 
