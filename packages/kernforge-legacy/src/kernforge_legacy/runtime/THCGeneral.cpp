@@ -61,7 +61,7 @@ int current_device(const char* fn) {
 }
 
 // the device of a tensor's or a storage's memory
-int device_of(const void* self, const char* fn, const char* type) {
+int device_index_of(const void* self, const char* fn, const char* type) {
   need(fn, {{self, 1, "self", type}});
   int32_t index;
   check(aoti_torch_get_device_index(handle(self), &index), fn);
@@ -317,10 +317,10 @@ int THCState_getNumDevices(THCState*) {
 
 #define KFL_DEFINE_DEVICE_API(T, S, real, dtype)                    \
   int T##_getDevice(THCState*, const T* self) {                     \
-    return device_of(self, #T "_getDevice", #T "*");                \
+    return device_index_of(self, #T "_getDevice", #T "*");          \
   }                                                                 \
   int S##_getDevice(THCState*, const S* storage) {                  \
-    return device_of(storage, #S "_getDevice", #S "*");             \
+    return device_index_of(storage, #S "_getDevice", #S "*");       \
   }                                                                 \
   int T##_checkGPU(THCState* s, unsigned int n_tensors, ...) {      \
     const int current = THCState_getCurrentDevice(s);               \
