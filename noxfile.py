@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -89,16 +90,25 @@ def _running_torch_has_cuda() -> bool:
 
 
 def _install_packages(session: nox.Session, *, offline: bool = False) -> None:
-    """Builds kernforge-core against the venv's torch and installs all three,
-    showing ninja's progress (ci/build_progress.py; the whole output is logged)."""
+    """Builds the three packages' wheels against the venv's torch, side by side,
+    showing ninja's progress (ci/build_progress.py; each build's whole output
+    is logged), and installs them."""
     flags = ["--no-build-isolation", "--no-deps"]
     if offline:
         flags.append("--no-index")
-    log = Path(session.create_tmp()) / "build.log"
-    session.run(
-        "python", str(ROOT / "ci" / "build_progress.py"), "--log", str(log), "--",
-        "python", "-m", "pip", "install", "-v", *flags, *PACKAGES,
-    )  # fmt: skip
+    tmp = Path(session.create_tmp())
+    wheels = tmp / "built-wheels"
+    shutil.rmtree(wheels, ignore_errors=True)
+    jobs = [
+        f"--job={Path(pkg).name}=python -m pip wheel -v {' '.join(flags)} -w {shlex.quote(str(wheels))} "
+        f"{shlex.quote(str(ROOT / pkg))}"
+        for pkg in PACKAGES
+    ]
+    session.run("python", str(ROOT / "ci" / "build_progress.py"), "--logs", str(tmp / "build-logs"), *jobs)
+    built = sorted(str(w) for w in wheels.glob("*.whl"))
+    if len(built) != len(PACKAGES):
+        session.error(f"expected {len(PACKAGES)} wheels in {wheels}, found {built}")
+    session.run("python", "-m", "pip", "install", "-q", "--force-reinstall", *flags, *built)
 
 
 @nox.session

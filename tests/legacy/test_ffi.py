@@ -901,3 +901,20 @@ def test_c_flags_of_the_build_script_reach_only_its_sources(tmp_path, workdir, c
     assert _load(ext.build(), "fixture_c99").f(torch.ones(5)) == 5
     output = capfd.readouterr().out
     assert "-std=c99" in output and "valid for C/ObjC but not for C++" not in output, output
+
+
+def test_a_wheel_build_leaves_out_the_other_variants_runtime(tmp_path, monkeypatch):
+    # kernforge-legacy's own build (with_runtime) into a build/ that still holds
+    # a CUDA runtime from an earlier build: a CPU wheel must not ship it, or its
+    # extensions would load it and need libtorch_cuda.
+    from setuptools.dist import Distribution
+
+    monkeypatch.chdir(tmp_path)
+    lib = tmp_path / "build" / "lib" / "kernforge_legacy" / "lib"
+    lib.mkdir(parents=True)
+    (lib / ffi.RUNTIME_LIBS[True]).write_text("stale")
+    cmd = ffi.build_py(with_runtime=True)(Distribution({"name": "probe", "packages": []}))
+    cmd.build_lib = str(tmp_path / "build" / "lib")
+    cmd.ensure_finalized()
+    cmd.run()
+    assert sorted(p.name for p in lib.iterdir()) == [ffi.RUNTIME_LIBS[False]]

@@ -18,6 +18,7 @@ import kernforge_core
 CI = Path(__file__).resolve().parents[2] / "ci"
 sys.path.insert(0, str(CI))
 import audit_wheels  # noqa: E402
+import build_progress  # noqa: E402
 import make_index  # noqa: E402
 
 
@@ -106,3 +107,33 @@ def test_matrix_plan(tmp_path, corners):
     else:
         assert len(pairs) == len(torches) * len(pythons) - len(excluded)
         assert {c.variant for c in cells} == {"cpu"}  # no CUDA wheels in dist: no CUDA cells
+
+
+def test_builds_run_side_by_side_and_a_failure_shows_its_log(tmp_path, capsys):
+    # Each job waits for the other's file and fails without it: both must run at once.
+    def job(name, other, code):
+        script = (
+            "import pathlib, sys, time; "
+            f"pathlib.Path({str(tmp_path / name)!r}).touch(); "
+            f"other = pathlib.Path({str(tmp_path / other)!r}); "
+            "[time.sleep(0.05) for _ in range(200) if not other.exists()]; "
+            f"print('[1/2] c++ -c csrc/{name}.cpp -o {name}.o'); print('Successfully built {name}'); "
+            f"print('the last words of {name}'); sys.exit({code} if other.exists() else 9)"
+        )
+        return f"--job={name}={sys.executable} -c {script!r}"
+
+    logs = tmp_path / "logs"
+    assert build_progress.main(["--logs", str(logs), job("core", "legacy", 0), job("legacy", "core", 0)]) == 0
+    out = capsys.readouterr().out
+    assert "  core [1/2] compile csrc/core.cpp" in out and "  legacy: Successfully built legacy" in out
+    assert "built in " in out and "the last words" not in out
+    assert "the last words of core" in (logs / "core.log").read_text()
+
+    (tmp_path / "core").unlink()
+    (tmp_path / "legacy").unlink()
+    assert build_progress.main(["--logs", str(logs), job("core", "legacy", 0), job("legacy", "core", 3)]) == 1
+    err = capsys.readouterr().err
+    assert "the last words of legacy" in err and "legacy: build failed (exit 3)" in err
+    assert "core: build failed" not in err
+    with pytest.raises(ValueError, match="--job needs NAME=COMMAND"):
+        build_progress.parse_job("no-command=")

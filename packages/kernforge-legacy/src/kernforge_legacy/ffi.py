@@ -889,7 +889,11 @@ def build_py(*extensions: Extension, with_runtime: bool = False):
             runtime = None
             if with_runtime:
                 cuda = any(ext.with_cuda for ext in extensions)
-                runtime = build_runtime(cuda, into=Path(self.build_lib, "kernforge_legacy", "lib"))
+                lib = Path(self.build_lib, "kernforge_legacy", "lib")
+                # build/ may hold the other variant's runtime from an earlier
+                # build; in this wheel it would be loaded instead of this one.
+                (lib / RUNTIME_LIBS[not cuda]).unlink(missing_ok=True)
+                runtime = build_runtime(cuda, into=lib)
             for ext in extensions:
                 ext.build(base_path=self._build_base(ext.base_path), runtime=runtime)
 
