@@ -43,11 +43,17 @@ def threads_for_worker(cpus: int, workers: int) -> int:
 
 
 # Before torch starts, so that its threads and those of the processes a test
-# starts (OMP_NUM_THREADS is inherited) take the worker's share.
+# starts (OMP_NUM_THREADS is inherited) take the worker's share. Inductor's
+# compile pool too: by default each worker would start one process per core
+# (16 workers x 16 processes on a 16-core host); at a share of 1 it compiles
+# in the worker itself.
 _threads = None
-if os.environ.get("PYTEST_XDIST_WORKER_COUNT") and "OMP_NUM_THREADS" not in os.environ:
-    _threads = threads_for_worker(len(os.sched_getaffinity(0)), int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
-    os.environ["OMP_NUM_THREADS"] = str(_threads)
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = threads_for_worker(len(os.sched_getaffinity(0)), int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    if "OMP_NUM_THREADS" not in os.environ:
+        _threads = _share
+        os.environ["OMP_NUM_THREADS"] = str(_share)
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(_share))
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
