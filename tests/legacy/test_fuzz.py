@@ -1,7 +1,10 @@
 """Every function the TH/THC runtime provides, called from a built extension
-with bad arguments: NULL for every handle, then fresh handles (2 x 3 tensors,
-storages of 6) with every integer 7 (a dimension or index out of range, sizes
-that do not match). Nothing may crash the process; a NULL where a handle is
+with bad arguments: NULL for every handle; then fresh handles (2 x 3 tensors
+of zeros, storages of 6) with every integer 7 (a dimension or index out of
+range, sizes that do not match); then tensors of sevens with every integer 0
+(index tensors whose values are out of range, probabilities above 1, on the
+GPU what torch's kernels would meet with a device-side assert, which ends
+every later CUDA call of the process). Nothing may crash; a NULL where a handle is
 needed must raise an error naming the function, and every error must name
 the function that raised it. The calls run in a child process, one line of
 output each, so a crash is reported with the function that caused it."""
@@ -24,6 +27,8 @@ from conftest import build_folder, built_extension
 # nothing; isValid answers whether a generator is NULL; newWithStorage1d-4d
 # with a NULL storage make a tensor of new storage.
 TAKES_NULL = re.compile(r"_(free|isValid|newWithStorage\dd)$")
+# Functions whose index tensor's values are positions along a dimension.
+INDEX_VALUES = re.compile(r"Tensor_(index(Select|Copy|Add|Fill)(_long)?|gather|scatter(Add|Fill)?)$")
 
 PROTOTYPE = re.compile(r"^(?:extern\s+)?(?P<ret>[\w\s\*]+?)\s*\b(?P<name>TH\w+)\s*\((?P<params>[^()]*)\)$")
 HANDLE = re.compile(r"^(?:const\s+)?(?:struct\s+)?(TH\w*(?:Tensor|Storage)|THGenerator|THCState)\s*\*\s*\w*$")
@@ -91,7 +96,9 @@ def _handle_type(param: str) -> str | None:
 
 
 def _maker(kind: str, with_state: bool) -> list[str]:
-    """A C function making a fresh handle of `kind` (mode 1) or NULL (mode 0)."""
+    """A C function making NULL (mode 0) or a fresh handle of `kind`: a
+    tensor of zeros (mode 1) or of sevens (mode 2; zeros for the 16-bit
+    float types, whose C values are not numbers)."""
     st = "state, " if with_state else ""
     if kind == "THGenerator":
         body = "return THGenerator_new();"
@@ -99,8 +106,13 @@ def _maker(kind: str, with_state: bool) -> list[str]:
         body = "return THLongStorage_newWithSize2(2, 3);"
     elif kind.endswith("Storage"):
         body = f"return {kind}_newWithSize({st}6);"
-    else:
+    elif "Half" in kind or "BFloat16" in kind:
         body = f"{kind}* t = {kind}_newWithSize2d({st}2, 3); {kind}_zero({st}t); return t;"
+    else:
+        body = (
+            f"{kind}* t = {kind}_newWithSize2d({st}2, 3); "
+            f"if (mode == 2) {kind}_fill({st}t, 7); else {kind}_zero({st}t); return t;"
+        )
     return [f"static {kind}* make_{kind}(int mode) {{ if (!mode) return NULL; {body} }}"]
 
 
@@ -122,7 +134,7 @@ def _source(functions, with_cuda: bool) -> str:
                 args.append(f"make_{kind}(mode)")
             elif _scalar(p):
                 base = _scalar(p)
-                args.append(f"({base}){{0}}" if base in ("THHalf", "THBFloat16") else "(mode ? 7 : 0)")
+                args.append(f"({base}){{0}}" if base in ("THHalf", "THBFloat16") else "(mode == 1 ? 7 : 0)")
             else:  # raw memory: NULL
                 args.append("NULL")
         lines.append(f"    case {i}: (void){name}({', '.join(args)}); return 1;")
@@ -213,9 +225,16 @@ def _check(results, functions, mode: int) -> None:
         ]
         silent = [name for name in needs_handle if results[name] is None]
         assert not silent, f"{len(silent)} functions took NULL handles without an error: {silent[:20]}"
+    if mode == 2:
+        indexing = [name for _, name, _ in functions if INDEX_VALUES.search(name)]
+        assert indexing
+        unchecked = [
+            f"{n}: {results[n]}" for n in indexing if "index out of range: 7 " not in str(results[n])
+        ]
+        assert not unchecked, f"{len(unchecked)} took an index of sevens: {unchecked[:10]}"
 
 
-@pytest.mark.parametrize("mode", [0, 1], ids=["null-handles", "out-of-range"])
+@pytest.mark.parametrize("mode", [0, 1, 2], ids=["null-handles", "out-of-range", "bad-values"])
 def test_every_function_survives_bad_arguments(tmp_path_factory, mode):
     module, functions = _build(tmp_path_factory, with_cuda=False)
     assert len(functions) > 1500  # the CPU API, all of it
@@ -224,7 +243,7 @@ def test_every_function_survives_bad_arguments(tmp_path_factory, mode):
 
 @pytest.mark.cuda
 @pytest.mark.sanitize
-@pytest.mark.parametrize("mode", [0, 1], ids=["null-handles", "out-of-range"])
+@pytest.mark.parametrize("mode", [0, 1, 2], ids=["null-handles", "out-of-range", "bad-values"])
 def test_every_cuda_function_survives_bad_arguments(tmp_path_factory, mode):
     module, functions = _build(tmp_path_factory, with_cuda=True)
     functions_thc = [f for f in functions if f[1].startswith("THC")]
@@ -248,6 +267,11 @@ def test_every_cuda_function_survives_bad_arguments(tmp_path_factory, mode):
             "THFloatTensor_catArray: needs at least one tensor, got 7 (inputs is NULL)",
         ),
         ("THFloatTensor_indexSelect", 1, "THFloatTensor_indexSelect: "),
+        (
+            "THFloatTensor_indexSelect",
+            2,
+            "THFloatTensor_indexSelect: index out of range: 7 is not in [0, 2) along dimension 0",
+        ),
         ("THFloatTensor_addmm", 1, "THFloatTensor_addmm: "),
     ],
 )

@@ -1001,6 +1001,19 @@ inline double item(const Tensor& t, const char* fn) {
   return v;
 }
 
+// The least and the greatest value of t (not empty), read on the host: one
+// synchronization for a CUDA tensor. For checks of values that torch's CUDA
+// kernels would meet with a device-side assert, after which every CUDA call
+// of the process fails.
+inline std::pair<double, double> value_range(const Tensor& t, const char* fn) {
+  std::vector<StableIValue> stack = {torch::stable::detail::from(t),
+                                     torch::stable::detail::from(std::optional<int64_t>()),
+                                     torch::stable::detail::from(false)};
+  check(torch_call_dispatcher("aten::aminmax", "", stack.data(), TORCH_ABI_VERSION), fn);
+  return {item(torch::stable::detail::to<Tensor>(stack[0]), fn),
+          item(torch::stable::detail::to<Tensor>(stack[1]), fn)};
+}
+
 template <class Real>
 Real reduce_all(const char* name, const void* t, const char* fn) {
   return from_double<Real>(item(call(name, "", {torch::stable::detail::from(borrow(t))}, fn), fn));
@@ -1433,6 +1446,12 @@ inline void bernoulli_each(const void* self, THGenerator* gen, const void* p, co
     throw std::runtime_error(std::string(fn) + ": p has " + std::to_string(numel(p)) +
                              " elements, self " + std::to_string(numel(self)));
   const Tensor probs = torch::stable::reshape(torch::stable::contiguous(borrow(p)), sizes(self));
+  if (numel(p) > 0) {
+    const auto [lo, hi] = value_range(probs, fn);
+    if (!(lo >= 0 && hi <= 1))
+      throw std::runtime_error(std::string(fn) + ": p must be in [0, 1], got a value of " +
+                               std::to_string(lo < 0 || lo != lo ? lo : hi));
+  }
   if (gen == nullptr) {
     aten("aten::bernoulli_", "Tensor", fn, borrow(self), probs, std::nullopt);
     return;
@@ -1476,6 +1495,12 @@ uint64_t random_modulus() {
     return (uint64_t{1} << 53) + 1;
   else
     return static_cast<uint64_t>(std::numeric_limits<Real>::max()) + 1;
+}
+
+// TH's normal draws need a positive standard deviation (torch's take 0)
+inline void check_stdv(double stdv, const char* fn) {
+  if (!(stdv > 0))
+    throw std::runtime_error(std::string(fn) + ": standard deviation must be strictly positive");
 }
 
 // TH's logNormal takes the distribution's own mean and standard deviation;

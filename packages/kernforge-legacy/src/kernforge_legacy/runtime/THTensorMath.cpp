@@ -16,19 +16,39 @@ Tensor on_device_of(const Tensor& t, const Tensor& model, const char* fn) {
   return out;
 }
 
+// TH's "index out of range": every value of index a position along dimension
+// dim of t, checked before torch runs. On the GPU torch's index kernels stop
+// on a device-side assert instead, after which every CUDA call of the
+// process fails. A CUDA index is read on the host once (one synchronization).
+void check_index_values(const Tensor& index, const Tensor& t, int dim, const char* fn) {
+  check_dim(t, dim, fn);
+  if (index.numel() == 0) return;
+  const auto [lo, hi] = value_range(index, fn);
+  const int64_t n = sizes(t)[dim];
+  if (lo < 0 || hi >= static_cast<double>(n))
+    throw std::runtime_error(
+        std::string(fn) +
+        ": index out of range: " + std::to_string(static_cast<int64_t>(lo < 0 ? lo : hi)) +
+        " is not in [0, " + std::to_string(n) + ") along dimension " + std::to_string(dim));
+}
+
 void index_select_into(const void* r, const Tensor& src, int dim, const Tensor& index,
                        const char* fn) {
+  check_index_values(index, src, dim, fn);
   into(r, "aten::index_select", "", fn, src, static_cast<int64_t>(dim), index);
 }
 void index_copy(const Tensor& t, int dim, const Tensor& index, const Tensor& src, const char* fn) {
+  check_index_values(index, t, dim, fn);
   aten("aten::index_copy_", "", fn, t, static_cast<int64_t>(dim), index, src);
 }
 void index_add(const Tensor& t, int dim, const Tensor& index, const Tensor& src, const char* fn) {
+  check_index_values(index, t, dim, fn);
   aten("aten::scatter_add_", "", fn, t, static_cast<int64_t>(dim), spread(index, src, dim, fn),
        src);
 }
 template <typename Real>
 void index_fill(const Tensor& t, int dim, const Tensor& index, Real value, const char* fn) {
+  check_index_values(index, t, dim, fn);
   aten("aten::index_fill_", "int_Tensor", fn, t, static_cast<int64_t>(dim), index,
        scalar_like(t, value));
 }
@@ -479,24 +499,30 @@ extern "C" {
   void T##_gather(__VA_ARGS__ T* r, T* src, int dim, L* index) {                                   \
     need(#T "_gather",                                                                             \
          {{r, 1, "r", #T "*"}, {src, 2, "src", #T "*"}, {index, 4, "index", #L "*"}});             \
-    into(r, "aten::gather", "", #T "_gather", borrow(src), static_cast<int64_t>(dim),              \
-         borrow(index), false);                                                                    \
+    const Tensor from = borrow(src), at = borrow(index);                                           \
+    check_index_values(at, from, dim, #T "_gather");                                               \
+    into(r, "aten::gather", "", #T "_gather", from, static_cast<int64_t>(dim), at, false);         \
   }                                                                                                \
   void T##_scatter(__VA_ARGS__ T* t, int dim, L* index, T* src) {                                  \
     need(#T "_scatter",                                                                            \
          {{t, 1, "t", #T "*"}, {index, 3, "index", #L "*"}, {src, 4, "src", #T "*"}});             \
-    aten("aten::scatter_", "src", #T "_scatter", borrow(t), static_cast<int64_t>(dim),             \
-         borrow(index), borrow(src));                                                              \
+    const Tensor self = borrow(t), at = borrow(index);                                             \
+    check_index_values(at, self, dim, #T "_scatter");                                              \
+    aten("aten::scatter_", "src", #T "_scatter", self, static_cast<int64_t>(dim), at,              \
+         borrow(src));                                                                             \
   }                                                                                                \
   void T##_scatterAdd(__VA_ARGS__ T* t, int dim, L* index, T* src) {                               \
     need(#T "_scatterAdd",                                                                         \
          {{t, 1, "t", #T "*"}, {index, 3, "index", #L "*"}, {src, 4, "src", #T "*"}});             \
-    aten("aten::scatter_add_", "", #T "_scatterAdd", borrow(t), static_cast<int64_t>(dim),         \
-         borrow(index), borrow(src));                                                              \
+    const Tensor self = borrow(t), at = borrow(index);                                             \
+    check_index_values(at, self, dim, #T "_scatterAdd");                                           \
+    aten("aten::scatter_add_", "", #T "_scatterAdd", self, static_cast<int64_t>(dim), at,          \
+         borrow(src));                                                                             \
   }                                                                                                \
   void T##_scatterFill(__VA_ARGS__ T* t, int dim, L* index, real value) {                          \
     need(#T "_scatterFill", {{t, 1, "t", #T "*"}, {index, 3, "index", #L "*"}});                   \
     const Tensor self = borrow(t), at = borrow(index);                                             \
+    check_index_values(at, self, dim, #T "_scatterFill");                                          \
     aten("aten::scatter_", "src", #T "_scatterFill", self, static_cast<int64_t>(dim), at,          \
          aten("aten::expand", "", #T "_scatterFill", scalar_like(self, value), sizes(at), false)); \
   }                                                                                                \

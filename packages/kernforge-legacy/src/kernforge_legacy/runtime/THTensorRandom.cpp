@@ -213,8 +213,7 @@ double THRandom_uniform(THGenerator* gen, double a, double b) {
 }
 double THRandom_normal(THGenerator* gen, double mean, double stdv) {
   need("THRandom_normal", {{gen, 1, "gen", "THGenerator*"}});
-  if (!(stdv > 0))
-    throw std::runtime_error("THRandom_normal: standard deviation must be strictly positive");
+  check_stdv(stdv, "THRandom_normal");
   if (gen->has_normal) {
     gen->has_normal = false;
     return gen->normal * stdv + mean;
@@ -284,6 +283,7 @@ int THRandom_bernoulli(THGenerator* gen, double p) {
   void T##_normal(T* self, THGenerator* gen, double mean, double stdv) {                         \
     need(#T "_normal", {{self, 1, "self", #T "*"}});                                             \
     if (gen == nullptr) return torch_drawn(self, "aten::normal_", "", #T "_normal", mean, stdv); \
+    check_stdv(stdv, #T "_normal");                                                              \
     fill_drawn(self, [&] { return THRandom_normal(gen, mean, stdv); });                          \
   }                                                                                              \
   void T##_exponential(T* self, THGenerator* gen, double lambda) {                               \
@@ -300,10 +300,9 @@ int THRandom_bernoulli(THGenerator* gen, double p) {
   }                                                                                              \
   void T##_logNormal(T* self, THGenerator* gen, double mean, double stdv) {                      \
     need(#T "_logNormal", {{self, 1, "self", #T "*"}});                                          \
-    if (gen == nullptr) {                                                                        \
-      const auto [mu, sigma] = log_normal_of(mean, stdv, #T "_logNormal");                       \
+    const auto [mu, sigma] = log_normal_of(mean, stdv, #T "_logNormal");                         \
+    if (gen == nullptr)                                                                          \
       return torch_drawn(self, "aten::log_normal_", "", #T "_logNormal", mu, sigma);             \
-    }                                                                                            \
     fill_drawn(self, [&] { return THRandom_logNormal(gen, mean, stdv); });                       \
   }                                                                                              \
   void T##_rand(T* r, THGenerator* gen, THLongStorage* size) {                                   \
@@ -345,6 +344,7 @@ int THRandom_bernoulli(THGenerator* gen, double p) {
       return assign(self,                                                                          \
                     aten("aten::normal", "Tensor_float", fn, borrow(means), stddev, std::nullopt), \
                     fn);                                                                           \
+    check_stdv(stddev, fn);                                                                        \
     T##_resizeAs(self, means);                                                                     \
     T##_normal(self, gen, 0, stddev);                                                              \
     T##_cadd(self, self, from_double<real>(1), means);                                             \
