@@ -98,14 +98,18 @@ def _handle_type(param: str) -> str | None:
 def _maker(kind: str, with_state: bool) -> list[str]:
     """A C function making NULL (mode 0) or a fresh handle of `kind`: a
     tensor of zeros (mode 1) or of sevens (mode 2; zeros for the 16-bit
-    float types, whose C values are not numbers)."""
+    float types, whose C values are not numbers), a storage of 6 zeros."""
     st = "state, " if with_state else ""
     if kind == "THGenerator":
         body = "return THGenerator_new();"
     elif kind == "THLongStorage":
         body = "return THLongStorage_newWithSize2(2, 3);"
     elif kind.endswith("Storage"):
-        body = f"return {kind}_newWithSize({st}6);"
+        # zeros, not new memory: a copy from it would read memory nothing wrote
+        zero = "(THBFloat16){0}" if "BFloat16" in kind else "(THHalf){0}" if "Half" in kind else "0"
+        if kind.startswith("THCudaHalf"):
+            zero = "(KFL_CUDA_HALF){0}"
+        body = f"{kind}* s = {kind}_newWithSize({st}6); {kind}_fill({st}s, {zero}); return s;"
     elif "Half" in kind or "BFloat16" in kind:
         body = f"{kind}* t = {kind}_newWithSize2d({st}2, 3); {kind}_zero({st}t); return t;"
     else:
