@@ -31,7 +31,10 @@ TOOLS = {
 }
 # The tests: those marked `sanitize` (every op, forward and backward, on each
 # path, at small sizes; the legacy ffi path).
-PYTEST = ["python", "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider"]
+# -v: a line for each test as it ends, so that a run stopped before its end
+# (a GPU host's time limit) still says which tests ran; --durations: where a
+# tool's time went, to split it across GPUs.
+PYTEST = ["python", "-m", "pytest", "tests", "-v", "--durations=25", "-p", "no:cacheprovider"]
 MARKS = "cuda and sanitize"
 # racecheck reads every shared-memory access: one of the sequence op's long
 # tests takes it minutes. Those are marked `long_for_racecheck` and left out

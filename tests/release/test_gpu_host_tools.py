@@ -210,7 +210,7 @@ def test_the_legacy_fixtures_build_first_without_the_sanitizer():
     assert prebuild[-6:] == ["-m", "cuda and sanitize", "-n", "4", "-k", "gather or not gather"]
 
     def collected(command):
-        command = [sys.executable, *command[1:], "--collect-only"]  # -q: one line a test
+        command = [sys.executable, *command[1:], "--collect-only", "-qq"]  # with -v: one line a test
         listing = subprocess.run(command, cwd=root, capture_output=True, text=True, check=True)
         return {line for line in listing.stdout.splitlines() if "::" in line}
 
