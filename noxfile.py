@@ -100,8 +100,8 @@ def _install_packages(session: nox.Session, *, offline: bool = False) -> None:
     wheels = tmp / "built-wheels"
     shutil.rmtree(wheels, ignore_errors=True)
     jobs = [
-        f"--job={Path(pkg).name}=python -m pip wheel -v {' '.join(flags)} -w {shlex.quote(str(wheels))} "
-        f"{shlex.quote(str(ROOT / pkg))}"
+        f"--job={Path(pkg).name.replace('-', '_')}=python -m pip wheel -v {' '.join(flags)} "
+        f"-w {shlex.quote(str(wheels))} {shlex.quote(str(ROOT / pkg))}"
         for pkg in PACKAGES
     ]
     session.run("python", str(ROOT / "ci" / "build_progress.py"), "--logs", str(tmp / "build-logs"), *jobs)

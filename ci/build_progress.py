@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import shlex
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+from lanes import parse_job  # NAME=COMMAND, as ci/lanes.py reads it
 
 NINJA_STEP = re.compile(r"^\s*\[(\d+)/(\d+)\]\s+(.*)$")
 SOURCE = re.compile(r"(?:^|\s)(?:-c\s+)?(\S+\.(?:cpp|cu|c))(?:\s|$)")
@@ -39,14 +40,6 @@ def describe_step(command: str, root: Path) -> str:
         except ValueError:
             return f"compile {path.name}"
     return "link" if " -shared " in command or " -o " in command else command[:80]
-
-
-def parse_job(text: str) -> tuple[str, list[str]]:
-    """'NAME=COMMAND' as (NAME, the command's words)."""
-    name, sep, command = text.partition("=")
-    if not sep or not name or not command.strip():
-        raise ValueError(f"--job needs NAME=COMMAND, got {text!r}")
-    return name, shlex.split(command)
 
 
 def follow(name: str, command: list[str], log_path: Path, root: Path, say) -> int:

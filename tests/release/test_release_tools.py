@@ -136,4 +136,4 @@ def test_builds_run_side_by_side_and_a_failure_shows_its_log(tmp_path, capsys):
     assert "the last words of legacy" in err and "legacy: build failed (exit 3)" in err
     assert "core: build failed" not in err
     with pytest.raises(ValueError, match="--job needs NAME=COMMAND"):
-        build_progress.parse_job("no-command=")
+        build_progress.parse_job("no_command=")
