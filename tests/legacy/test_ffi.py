@@ -583,6 +583,28 @@ def test_fields_follow_the_resize_of_a_result(tmp_path, workdir, op):
         assert torch.equal(r, torch.full((3, 4), 3.0))
 
 
+def test_an_empty_tensor_has_no_dimensions_as_in_th(tmp_path, workdir):
+    """TH counted a tensor's sizes up to the first zero, so the empty
+    torch.FloatTensor() that 2017 Python passed for an absent bias had
+    nDimension 0, and C code tested `bias->nDimension` (the XNOR-Net ffi
+    extension's binary convolution does); TH_TENSOR_APPLY visits nothing."""
+    ext = _extension(
+        tmp_path,
+        "int f(THFloatTensor *t);",
+        "#include <TH/TH.h>\n#include <TH/THTensorApply.h>\n"
+        "int f(THFloatTensor *t) {\n"
+        "  int visits = 0;\n"
+        "  TH_TENSOR_APPLY(float, t, visits++;);\n"
+        "  return t->nDimension * 10000 + THFloatTensor_nDimension(t) * 1000 + visits;\n}\n",
+        verbose=False,
+    )
+    module = _load(ext.build(), "fixture_empty_dims")
+    assert module.f(torch.FloatTensor()) == 0
+    assert module.f(torch.empty(3, 0, 4)) == 1 * 10000 + 1 * 1000 + 0  # sizes before the zero
+    assert module.f(torch.ones(3, 4)) == 2 * 10000 + 2 * 1000 + 12
+    assert module.f(torch.ones(5)[::2]) == 1 * 10000 + 1 * 1000 + 3
+
+
 def test_headers_at_their_old_paths(tmp_path, workdir):
     """2017 code included TH's headers with and without their folder, and by
     their own names; each resolves to what kernforge-legacy provides."""

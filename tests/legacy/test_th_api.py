@@ -220,13 +220,13 @@ def test_fields_read_directly_follow_the_tensor(th, device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_what_thgeneral_gave_besides_tensors(th, device):
     # _nDimension of [2, 3] and of an empty tensor (0.4's legacy count, 0;
-    # nDimension counts 1), floor(-2.5) with no math.h included, THMin and
+    # nDimension, TH's count, 0 too), floor(-2.5) with no math.h included, THMin and
     # THMax, TH_INDEX_BASE, the sum 1..8 through THAlloc and THRealloc, and
     # THAlloc(0) giving NULL.
     info = torch.empty(0, dtype=torch.int64)
     t, empty = _rand(2, 3, dtype=torch.float32, device=device), torch.empty(0, device=device)
     assert _fn(th, "general", device)(t, empty, info) == 1
-    assert info.tolist() == [2, 0, 1, -3, 37, 0, 36, 1]
+    assert info.tolist() == [2, 0, 0, -3, 37, 0, 36, 1]
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -104,7 +104,7 @@ CallScope::~CallScope() {
 }
 
 void* call_handle(AtenTensorHandle t) {
-  TensorBox& box = call_boxes.emplace_back(TensorBox{t, nullptr, nullptr, 0, 0});
+  TensorBox& box = call_boxes.emplace_back(TensorBox{t, nullptr, nullptr, 0, 0, 0});
   refresh(&box);
   return &box;
 }

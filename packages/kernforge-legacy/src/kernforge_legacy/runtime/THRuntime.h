@@ -67,6 +67,7 @@ struct TensorBox {
   int nDimension;
   StorageBox* storage;
   ptrdiff_t storageOffset;
+  int64_t numel;           // TH.h's kfl_numel
   StorageBox own_storage;  // past TH.h's fields
 };
 static_assert(sizeof(TensorBox) >= sizeof(THFloatTensor) &&
@@ -74,7 +75,8 @@ static_assert(sizeof(TensorBox) >= sizeof(THFloatTensor) &&
               offsetof(TensorBox, stride) == offsetof(THFloatTensor, stride) &&
               offsetof(TensorBox, nDimension) == offsetof(THFloatTensor, nDimension) &&
               offsetof(TensorBox, storage) == offsetof(THFloatTensor, storage) &&
-              offsetof(TensorBox, storageOffset) == offsetof(THFloatTensor, storageOffset));
+              offsetof(TensorBox, storageOffset) == offsetof(THFloatTensor, storageOffset) &&
+              offsetof(TensorBox, numel) == offsetof(THFloatTensor, kfl_numel));
 static_assert(sizeof(StorageBox) == sizeof(THFloatStorage) &&
               offsetof(StorageBox, data) == offsetof(THFloatStorage, data) &&
               offsetof(StorageBox, size) == offsetof(THFloatStorage, size) &&
@@ -137,6 +139,15 @@ inline int64_t dim_of(const void* t) {
   return d;
 }
 
+// TH's count of a tensor's dimensions: its sizes before the first zero (TH
+// stopped at a size of 0, so an empty tensor had none); torch's dim when it
+// has elements.
+inline int th_dims(const int64_t* size, int64_t dim) {
+  int d = 0;
+  while (d < dim && size[d] != 0) ++d;
+  return d;
+}
+
 inline int64_t numel(const void* t) {
   int64_t n;
   check(aoti_torch_get_numel(handle(t), &n), "numel");
@@ -163,7 +174,9 @@ inline void refresh(const void* t) {
   check(aoti_torch_get_strides(box->tensor, &box->stride), "strides");
   check(aoti_torch_get_dim(box->tensor, &d), "dim");
   check(aoti_torch_get_storage_offset(box->tensor, &offset), "storage offset");
-  box->nDimension = static_cast<int>(d);
+  box->nDimension = th_dims(box->size, d);
+  box->numel = 1;
+  for (int64_t i = 0; i < d; ++i) box->numel *= box->size[i];
   box->storageOffset = offset;
   // the storage field: its first element and its size in elements
   void* data;
@@ -327,7 +340,7 @@ inline void* hand_out(const Tensor& t, long refs, bool storage) {
     check(aoti_torch_get_numel(h, &n), "storage size");
     box = new StorageBox{h, data, n};
   } else {
-    box = new TensorBox{h, nullptr, nullptr, 0, 0};
+    box = new TensorBox{h, nullptr, nullptr, 0, 0, 0};
     refresh(box);
   }
   std::lock_guard<std::mutex> lock(registry_mutex);

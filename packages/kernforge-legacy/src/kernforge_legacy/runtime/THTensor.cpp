@@ -19,7 +19,7 @@ extern "C" {
   }                                                                                        \
   int T##_nDimension(__VA_ARGS__ const T* self) {                                          \
     need(#T "_nDimension", {{self, 1, "self", #T "*"}});                                   \
-    return static_cast<int>(dim_of(self));                                                 \
+    return th_dims(sizes(self).data(), dim_of(self));                                      \
   }                                                                                        \
   /* 0.4's legacy count: an empty tensor has no dimensions */                              \
   int T##__nDimension(__VA_ARGS__ const T* self) {                                         \

@@ -123,13 +123,7 @@ static inline int kfl_th_next(const int64_t* size, int64_t* counter, int ndim, i
   }
   return 1;
 }
-static inline int64_t kfl_th_numel_of(const int64_t* size, int ndim) {
-  int64_t n = 1;
-  int d;
-  for (d = 0; d < ndim; d++) n *= size[d];
-  return n;
-}
-#define kfl_th_numel(TENSOR) kfl_th_numel_of((TENSOR)->size, (TENSOR)->nDimension)
+#define kfl_th_numel(TENSOR) ((TENSOR)->kfl_numel)
 static inline int kfl_th_same_sizes_except(const int64_t* a, const int64_t* b, int ndim, int skip) {
   int d;
   for (d = 0; d < ndim; d++)
@@ -247,7 +241,8 @@ TH_API THDescBuff _THSizeDesc(const int64_t* size, const int64_t ndim);
 
 /* A tensor handle holds the torch tensor (kfl_tensor: not for extension
  * code) and the fields 2017 code read directly, in TH's order: t->size[d]
- * and t->stride[d] (t->nDimension of each), t->storage (its fields
+ * and t->stride[d] (t->nDimension of each: as in TH, the sizes before the
+ * first zero, so 0 for an empty torch.FloatTensor()), t->storage (its fields
  * t->storage->data, the first element of the whole storage, and
  * t->storage->size, in elements) and t->storageOffset, so that TH's
  * `t->storage->data + t->storageOffset` is the tensor's first element.
@@ -260,7 +255,8 @@ TH_API THDescBuff _THSizeDesc(const int64_t* size, const int64_t ndim);
   int64_t* stride;          \
   int nDimension;           \
   struct S* storage;        \
-  ptrdiff_t storageOffset;
+  ptrdiff_t storageOffset;  \
+  int64_t kfl_numel;
 
 /* The API of one handle type T (storage type S), each function taking the
  * variadic arguments first (nothing for TH, the THCState for THC). */
