@@ -14,7 +14,7 @@
 # (e.g. "racecheck -n 16": one tool, 16 pytest-xdist workers). Or SANITIZE_JOBS
 # "NAME=ARGS;NAME=ARGS": several nox -s sanitize runs with those arguments, each
 # in its own venv, its logs in LOGDIR/sanitize-NAME, spread over the host's GPUs
-# one lane per GPU (ci/lanes.py), all stopped SANITIZE_DEADLINE seconds (default
+# one lane per GPU (SANITIZE_LANES_PER_GPU=N: N a GPU) (ci/lanes.py), all stopped SANITIZE_DEADLINE seconds (default
 # 540) after they start; e.g. 'race1=racecheck -n 10 -k "three_steps";mem=memcheck -n 14'.
 # Give them TEST_WHEELS: without, each run builds kernforge itself. BENCH=0: no benchmarks.
 # BENCH_ARGS: arguments for nox -s bench (e.g. "--publish --save-baseline").
@@ -49,6 +49,8 @@ if [ "${SANITIZE:-0}" = 1 ] && [ -n "${SANITIZE_JOBS:-}" ]; then
     lanes+=(--job "$name=python3 -m nox --envdir /tmp/nox-sanitize-$name -s sanitize -- ${TEST_WHEELS:+--wheels $TEST_WHEELS} --logs $LOGDIR/sanitize-$name ${part#*=}")
   done
   gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd, -)
+  # SANITIZE_LANES_PER_GPU=N: N lanes on each GPU (its index listed N times)
+  gpus=$(for _ in $(seq "${SANITIZE_LANES_PER_GPU:-1}"); do echo "$gpus"; done | paste -sd, -)
   # one build of the legacy test fixtures for all the runs (noxfile.py, sanitize)
   export KERNFORGE_TEST_BUILDS=${KERNFORGE_TEST_BUILDS:-$(mktemp -d)}
   python3 ci/lanes.py --gpus "$gpus" --deadline "${SANITIZE_DEADLINE:-540}" --logs "$LOGDIR/lanes" "${lanes[@]}" 2>&1 | tee "$LOGDIR/sanitize.log"
