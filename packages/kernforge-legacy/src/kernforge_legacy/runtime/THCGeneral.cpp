@@ -12,18 +12,22 @@ struct THCState {};
 namespace {
 THCState the_state;
 
-// THC's cuBLAS handles and device properties, one of each per device, made
-// on first use and kept for the process (as THC kept them until shutdown;
-// destroying them at exit could come after the CUDA context is gone).
+// THC's cuBLAS handles, 1..n per device (THCState_reserveBlasHandles's n,
+// 1 at least), each thread's current index (1 unless set), and the devices'
+// properties: made on first use and kept for the process (as THC kept them
+// until shutdown; destroying them at exit could come after the CUDA context
+// is gone).
 std::mutex per_device_mutex;
-std::unordered_map<int, cublasHandle_t> blas_handles;
+std::map<std::pair<int, int>, cublasHandle_t> blas_handles;
+int reserved_blas_handles = 1;
+thread_local int current_blas_handle = 1;
 std::unordered_map<int, cudaDeviceProp> device_properties;  // nodes: their addresses stay
 
-// The current device's, or `device`'s with it made current while cuBLAS
-// creates the handle there.
-cublasHandle_t blas_handle(int device) {
+// Handle `index` of `device`, made with the device current while cuBLAS
+// creates it there.
+cublasHandle_t blas_handle(int device, int index) {
   std::lock_guard<std::mutex> lock(per_device_mutex);
-  auto found = blas_handles.find(device);
+  auto found = blas_handles.find({device, index});
   if (found != blas_handles.end()) return found->second;
   int current;
   __THCudaCheck(cudaGetDevice(&current), __FILE__, __LINE__);
@@ -32,8 +36,27 @@ cublasHandle_t blas_handle(int device) {
   const cublasStatus_t status = cublasCreate(&h);
   if (current != device) __THCudaCheck(cudaSetDevice(current), __FILE__, __LINE__);
   __THCublasCheck(status, __FILE__, __LINE__);
-  return blas_handles.emplace(device, h).first->second;
+  return blas_handles.emplace(std::make_pair(device, index), h).first->second;
 }
+
+void check_blas_index(int index, const char* fn) {
+  std::lock_guard<std::mutex> lock(per_device_mutex);
+  if (index < 1 || index > reserved_blas_handles)
+    throw std::runtime_error(std::string(fn) + ": " + std::to_string(index) +
+                             " is not a valid handle, valid range is: (1, " +
+                             std::to_string(reserved_blas_handles) + ")");
+}
+
+// THC's scratch space: per device and stream index (0..reserved streams),
+// 4 floats per SM, made on first use with THCudaMalloc and kept
+std::mutex scratch_mutex;
+std::map<std::pair<int, int>, void*> scratch_spaces;
+
+// THCSetGCHandler's hook: THCudaMalloc calls it once when an allocation
+// fails, then tries again, as THC's did
+std::mutex gc_mutex;
+void (*gc_handler)(void*) = nullptr;
+void* gc_data = nullptr;
 
 // THC's streams. The default stream of each device (stream NULL), never
 // freed; the streams THCState_reserveStreams asked for (indices 1..n), made
@@ -277,29 +300,85 @@ struct cudaDeviceProp* THCState_getCurrentDeviceProperties(THCState* s) {
 }
 
 cublasHandle_t THCState_getDeviceBlasHandle(THCState* s, int device, int index) {
-  if (index != 1)
-    throw std::runtime_error("THCState_getDeviceBlasHandle: handle " + std::to_string(index) +
-                             " does not exist (there is one per device, handle 1)");
+  check_blas_index(index, "THCState_getDeviceBlasHandle");
   if (device < 0 || device >= THCState_getNumDevices(s))
     throw std::runtime_error("THCState_getDeviceBlasHandle: no CUDA device " +
                              std::to_string(device));
-  cublasHandle_t h = blas_handle(device);
+  cublasHandle_t h = blas_handle(device, index);
   __THCublasCheck(cublasSetStream(h, THCState_getCurrentStreamOnDevice(s, device)), __FILE__,
                   __LINE__);
   return h;
 }
 
 cublasHandle_t THCState_getCurrentBlasHandle(THCState* s) {
-  return THCState_getDeviceBlasHandle(s, THCState_getCurrentDevice(s), 1);
+  return THCState_getDeviceBlasHandle(s, THCState_getCurrentDevice(s), current_blas_handle);
+}
+
+void THCState_reserveBlasHandles(THCState*, int numBlasHandles) {
+  std::lock_guard<std::mutex> lock(per_device_mutex);
+  reserved_blas_handles = std::max(reserved_blas_handles, numBlasHandles);
 }
 
 int THCState_getNumBlasHandles(THCState*) {
-  return 1;
+  std::lock_guard<std::mutex> lock(per_device_mutex);
+  return reserved_blas_handles;
 }
 
 int THCState_getCurrentBlasHandleIndex(THCState*) {
-  return 1;
+  return current_blas_handle;
 }
+
+void THCState_setCurrentBlasHandleIndex(THCState*, int handle) {
+  check_blas_index(handle, "THCState_setCurrentBlasHandleIndex");
+  current_blas_handle = handle;
+}
+
+// torch.linalg needs no MAGMA started
+void THCMagma_init(THCState*) {}
+
+size_t THCState_getDeviceScratchSpaceSize(THCState*, int device) {
+  check_device(device, "THCState_getDeviceScratchSpaceSize");
+  int sms = 0;
+  __THCudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), __FILE__,
+                __LINE__);
+  return static_cast<size_t>(sms) * 4 * sizeof(float);
+}
+
+size_t THCState_getCurrentDeviceScratchSpaceSize(THCState* s) {
+  return THCState_getDeviceScratchSpaceSize(s, THCState_getCurrentDevice(s));
+}
+
+void* THCState_getDeviceScratchSpace(THCState* s, int device, int stream) {
+  const char* fn = "THCState_getDeviceScratchSpace";
+  reserved_stream(device, stream, fn);  // checks the device and the index
+  const size_t size = THCState_getDeviceScratchSpaceSize(s, device);
+  std::lock_guard<std::mutex> lock(scratch_mutex);
+  void*& space = scratch_spaces[{device, stream}];
+  if (space == nullptr) {
+    int current;
+    __THCudaCheck(cudaGetDevice(&current), __FILE__, __LINE__);
+    if (current != device) __THCudaCheck(cudaSetDevice(device), __FILE__, __LINE__);
+    space = kfl_thc_malloc(s, size);
+    if (current != device) __THCudaCheck(cudaSetDevice(current), __FILE__, __LINE__);
+  }
+  return space;
+}
+
+// NULL on a stream that is not one of the reserved ones, as THC's
+void* THCState_getCurrentDeviceScratchSpace(THCState* s) {
+  const int stream = THCState_getCurrentStreamIndex(s);
+  return stream < 0 ? nullptr
+                    : THCState_getDeviceScratchSpace(s, THCState_getCurrentDevice(s), stream);
+}
+
+void THCSetGCHandler(THCState*, void (*cutorchGCFunction)(void* data), void* data) {
+  std::lock_guard<std::mutex> lock(gc_mutex);
+  gc_handler = cutorchGCFunction;
+  gc_data = data;
+}
+
+// THC's heap accounting fed its Lua collector; torch counts its own memory
+void THCHeapUpdate(THCState*, ptrdiff_t) {}
 
 void __THCublasCheck(cublasStatus_t status, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
@@ -315,24 +394,65 @@ int THCState_getNumDevices(THCState*) {
   return count;
 }
 
-#define KFL_DEFINE_DEVICE_API(T, S, real, dtype)                    \
-  int T##_getDevice(THCState*, const T* self) {                     \
-    return device_index_of(self, #T "_getDevice", #T "*");          \
-  }                                                                 \
-  int S##_getDevice(THCState*, const S* storage) {                  \
-    return device_index_of(storage, #S "_getDevice", #S "*");       \
-  }                                                                 \
-  int T##_checkGPU(THCState* s, unsigned int n_tensors, ...) {      \
-    const int current = THCState_getCurrentDevice(s);               \
-    va_list args;                                                   \
-    va_start(args, n_tensors);                                      \
-    int same = 1;                                                   \
-    for (unsigned int i = 0; i < n_tensors; i++) {                  \
-      const T* t = va_arg(args, const T*);                          \
-      if (t != nullptr && T##_getDevice(s, t) != current) same = 0; \
-    }                                                               \
-    va_end(args);                                                   \
-    return same;                                                    \
+}  // extern "C"
+
+namespace {
+
+// THC's texture object over a float tensor's elements (for tex1Dfetch: 2^27
+// elements at most), which the caller destroys; THC made them of float
+// tensors only
+cudaTextureObject_t texture_object(const void* self, bool is_float, const char* fn,
+                                   const char* type) {
+  need(fn, {{self, 1, "self", type}});
+  if (!is_float)
+    throw std::runtime_error(std::string(fn) +
+                             ": THC made texture objects of float tensors (THCudaTensor) only");
+  const Tensor t = borrow(self);
+  if (!t.is_contiguous())
+    throw std::runtime_error(std::string(fn) + ": the tensor must be contiguous");
+  cudaResourceDesc resource{};
+  resource.resType = cudaResourceTypeLinear;
+  resource.res.linear.devPtr = t.data_ptr();
+  resource.res.linear.sizeInBytes = static_cast<size_t>(t.numel()) * sizeof(float);
+  resource.res.linear.desc = cudaCreateChannelDesc(32, 0, 0, 0, cudaChannelFormatKindFloat);
+  cudaTextureDesc texture{};
+  cudaTextureObject_t object = 0;
+  const cudaError_t err = cudaCreateTextureObject(&object, &resource, &texture, nullptr);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw std::runtime_error(
+        std::string(fn) + ": failed to create a texture object of " + std::to_string(t.numel()) +
+        " elements" + (t.numel() > (int64_t{1} << 27) ? " (more than tex1Dfetch's 2^27)" : "") +
+        ": " + cudaGetErrorString(err));
+  }
+  return object;
+}
+
+}  // namespace
+
+extern "C" {
+
+#define KFL_DEFINE_DEVICE_API(T, S, real, dtype)                                              \
+  cudaTextureObject_t T##_getTextureObject(THCState*, T* self) {                              \
+    return texture_object(self, std::is_same_v<real, float>, #T "_getTextureObject", #T "*"); \
+  }                                                                                           \
+  int T##_getDevice(THCState*, const T* self) {                                               \
+    return device_index_of(self, #T "_getDevice", #T "*");                                    \
+  }                                                                                           \
+  int S##_getDevice(THCState*, const S* storage) {                                            \
+    return device_index_of(storage, #S "_getDevice", #S "*");                                 \
+  }                                                                                           \
+  int T##_checkGPU(THCState* s, unsigned int n_tensors, ...) {                                \
+    const int current = THCState_getCurrentDevice(s);                                         \
+    va_list args;                                                                             \
+    va_start(args, n_tensors);                                                                \
+    int same = 1;                                                                             \
+    for (unsigned int i = 0; i < n_tensors; i++) {                                            \
+      const T* t = va_arg(args, const T*);                                                    \
+      if (t != nullptr && T##_getDevice(s, t) != current) same = 0;                           \
+    }                                                                                         \
+    va_end(args);                                                                             \
+    return same;                                                                              \
   }
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_DEVICE_API)
 
@@ -355,7 +475,17 @@ void __THCudaCheckWarn(cudaError_t err, const char* file, int line) {
 
 void* kfl_thc_malloc(THCState*, size_t size) {
   void* ptr = nullptr;
-  if (size > 0) check(aoti_torch_cuda_caching_allocator_raw_alloc(size, &ptr), "THCudaMalloc");
+  if (size == 0 || aoti_torch_cuda_caching_allocator_raw_alloc(size, &ptr) == AOTI_TORCH_SUCCESS)
+    return ptr;
+  void (*handler)(void*);
+  void* data;
+  {
+    std::lock_guard<std::mutex> lock(gc_mutex);
+    handler = gc_handler;
+    data = gc_data;
+  }
+  if (handler != nullptr) handler(data);
+  check(aoti_torch_cuda_caching_allocator_raw_alloc(size, &ptr), "THCudaMalloc");  // once more
   return ptr;
 }
 

@@ -429,6 +429,10 @@ Tensor scalar_like(const Tensor& like, Real v) {
   check(aoti_torch_get_dtype(t.get(), &dtype), "dtype");
   return dtype;
 }
+inline bool is_floating_dtype(int32_t dtype) {
+  return dtype == aoti_torch_dtype_float64() || dtype == aoti_torch_dtype_float32() ||
+         dtype == aoti_torch_dtype_float16() || dtype == aoti_torch_dtype_bfloat16();
+}
 
 // r := value, resized as TH did, when value is a new tensor
 inline void assign(const void* r, const Tensor& value, const char* fn) {
@@ -1408,8 +1412,12 @@ inline double distance(const void* a, const void* b, double p, const char* fn) {
     throw std::runtime_error(std::string(fn) + ": the tensors have " + std::to_string(numel(a)) +
                              " and " + std::to_string(numel(b)) + " elements");
   const std::vector<int64_t> flat = {-1};
-  const Tensor x = aten("aten::reshape", "", fn, borrow(a), flat);
-  const Tensor y = aten("aten::reshape", "", fn, borrow(b), flat);
+  Tensor x = aten("aten::reshape", "", fn, borrow(a), flat);
+  Tensor y = aten("aten::reshape", "", fn, borrow(b), flat);
+  if (!is_floating_dtype(dtype_of(x))) {  // THC's integer types: in double
+    x = torch::stable::to(x, torch::headeronly::ScalarType::Double);
+    y = torch::stable::to(y, torch::headeronly::ScalarType::Double);
+  }
   return item(p_norm(torch::stable::subtract(x, y, 1.0), p, {}, false, fn), fn);
 }
 

@@ -359,6 +359,21 @@ KFL_DEFINE_BATCH_LU_API(THDoubleTensor, THIntTensor, )
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
 KFL_DEFINE_BATCH_LU_API(THCudaTensor, THCudaIntTensor, THCState*, )
 KFL_DEFINE_BATCH_LU_API(THCudaDoubleTensor, THCudaIntTensor, THCState*, )
+// THC declared them for every type and raised for the others
+#define KFL_DEFINE_OTHER_BATCH_LU(T, S, real, dtype)                                         \
+  void T##_btrifact(THCState*, T*, THCudaIntTensor*, THCudaIntTensor*, T*) {                 \
+    throw std::runtime_error(#T                                                              \
+                             "_btrifact: btrifact for CUDA tensors is only supported for "   \
+                             "floats and doubles");                                          \
+  }                                                                                          \
+  void T##_btrisolve(THCState*, T*, T*, T*, THCudaIntTensor*) {                              \
+    throw std::runtime_error(#T                                                              \
+                             "_btrisolve: btrisolve for CUDA tensors is only supported for " \
+                             "floats and doubles");                                          \
+  }
+TH_FORALL_CUDA_INT_TENSORS(KFL_DEFINE_OTHER_BATCH_LU)
+KFL_DEFINE_OTHER_BATCH_LU(THCudaHalfTensor, , , )
+#undef KFL_DEFINE_OTHER_BATCH_LU
 #endif
 
 // TH's QR parts and pivoted Cholesky (THC had none of them); eps: the type's

@@ -84,6 +84,74 @@ void sort_key_value(const Tensor& key, const Tensor& value, int dim, bool dir, c
   torch::stable::copy_(v, permuted);
 }
 
+// THC's integer mean along a dimension: the sum in int64 divided by the
+// count with C's truncation
+void integer_mean_into(const void* r, const Tensor& self, int dimension, bool keepdim,
+                       const char* fn) {
+  check_dim(self, dimension, fn);
+  const Tensor wide = torch::stable::to(self, torch::headeronly::ScalarType::Long);
+  const Tensor sum =
+      aten("aten::sum", "dim_IntList", fn, wide, dims(dimension), keepdim, std::nullopt);
+  const int64_t count = sizes(self)[dimension];
+  assign(r,
+         count == 0 ? sum
+                    : aten("aten::div", "Tensor_mode", fn, sum,
+                           scalar_like(sum, static_cast<double>(count)),
+                           std::optional<std::string>("trunc")),
+         fn);
+}
+
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+// THC's calculateAdvancedIndexingOffsets: output[i] = baseOffset + the
+// offset in `indexed` (its strides) of element i of the indexing, whose
+// dimensions with an indexer (a 1-D int64 tensor, the same count for all)
+// take that indexer's value at i's position along them, stepping together
+// where indexers are adjacent; the others count over the dimension
+void advanced_offsets(const void* output, const void* indexed, ptrdiff_t base,
+                      const void* const* indexers, const char* fn) {
+  const Tensor self = borrow(indexed);
+  const int64_t ndim = self.dim();
+  if (ndim > 5)
+    throw std::runtime_error(std::string(fn) + ": indexed has " + std::to_string(ndim) +
+                             " dimensions, at most 5");
+  if (ndim > 0 && indexers == nullptr)
+    throw std::runtime_error(std::string(fn) + ": indexers is NULL for a " + std::to_string(ndim) +
+                             "-D tensor");
+  Tensor out = borrow(output);
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const std::vector<int64_t> shape = sizes(self), steps = strides(indexed), flat = {-1};
+  Tensor index = torch::stable::new_empty(out, {n}, torch::headeronly::ScalarType::Long);
+  torch::stable::fill_(index, 1.0);
+  index = torch::stable::subtract(aten("aten::cumsum", "", fn, index, int64_t{0}, std::nullopt),
+                                  scalar_like(index, 1.0), 1.0);
+  Tensor offset = torch::stable::new_empty(out, {n}, torch::headeronly::ScalarType::Long);
+  torch::stable::fill_(offset, static_cast<double>(base));
+  for (int64_t dim = ndim - 1; dim >= 0; --dim) {
+    const bool advanced = indexers[dim] != nullptr;
+    const Tensor values =
+        advanced ? aten("aten::reshape", "", fn, borrow(indexers[dim]), flat) : Tensor();
+    const int64_t size = advanced ? values.numel() : shape[dim];
+    if (size == 0)
+      throw std::runtime_error(std::string(fn) + ": dimension " + std::to_string(dim) +
+                               " has size 0");
+    const Tensor along = scalar_like(index, static_cast<double>(size));
+    const Tensor next =
+        aten("aten::div", "Tensor_mode", fn, index, along, std::optional<std::string>("floor"));
+    Tensor at;
+    if (advanced) {
+      check_index_values(values, self, static_cast<int>(dim), fn);
+      at = aten("aten::take", "", fn, values, aten("aten::remainder", "Tensor", fn, index, along));
+    } else {
+      at = torch::stable::subtract(index, aten("aten::mul", "Tensor", fn, next, along), 1.0);
+    }
+    offset = torch::stable::subtract(offset, at, -static_cast<double>(steps[dim]));
+    if (!(advanced && dim > 0 && indexers[dim - 1] != nullptr)) index = next;
+  }
+  torch::stable::copy_(out, aten("aten::reshape", "", fn, offset, sizes(out)));
+}
+#endif
+
 }  // namespace
 
 extern "C" {
@@ -644,8 +712,24 @@ TH_FORALL_CPU_FLOAT_TENSORS(KFL_DEFINE_CPU_FLOAT_MATH)
   KFL_DEFINE_LOGICAL_API(T, real, )
 TH_FORALL_CPU_TENSORS(KFL_DEFINE_CPU_INDEX)
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
-#define KFL_DEFINE_CUDA_INT_MATH(T, S, real, dtype) \
-  KFL_DEFINE_ARITH_API(T, real, int64_t, THCState*, )
+// THC's mean, meanall and dist of its integer types (TH had none): the sum
+// in int64 divided by the count with C's truncation, an integer, as THC's;
+// the p-distance computed in double and truncated to THC's integer accreal
+#define KFL_DEFINE_CUDA_INT_MATH(T, S, real, dtype)                            \
+  KFL_DEFINE_ARITH_API(T, real, int64_t, THCState*, )                          \
+  void T##_mean(THCState*, T* r, T* t, int dimension, int keepdim) {           \
+    need(#T "_mean", {{r, 1, "r", #T "*"}, {t, 2, "t", #T "*"}});              \
+    integer_mean_into(r, borrow(t), dimension, keepdim != 0, #T "_mean");      \
+  }                                                                            \
+  int64_t T##_meanall(THCState* s, T* t) {                                     \
+    need(#T "_meanall", {{t, 1, "t", #T "*"}});                                \
+    if (numel(t) == 0) throw std::runtime_error(#T "_meanall: empty Tensor");  \
+    return T##_sumall(s, t) / numel(t);                                        \
+  }                                                                            \
+  int64_t T##_dist(THCState*, T* a, T* b, real value) {                        \
+    need(#T "_dist", {{a, 1, "a", #T "*"}, {b, 2, "b", #T "*"}});              \
+    return static_cast<int64_t>(distance(a, b, as_double(value), #T "_dist")); \
+  }
 TH_FORALL_CUDA_INT_TENSORS(KFL_DEFINE_CUDA_INT_MATH)
 #define KFL_DEFINE_CUDA_FLOAT_MATH(T, S, real, dtype) \
   KFL_DEFINE_ARITH_API(T, real, double, THCState*, )  \
@@ -706,6 +790,13 @@ TH_FORALL_CUDA_FLOAT_TENSORS(KFL_DEFINE_CUDA_FLOAT_MATH)
     const char* fn = #T "_sortKeyValueInplace";                                                   \
     need(fn, {{key, 1, "key", #T "*"}, {value, 2, "value", "THCudaLongTensor*"}});                \
     sort_key_value(borrow(key), borrow(value), dim, dir, fn);                                     \
+  }                                                                                               \
+  void T##_calculateAdvancedIndexingOffsets(THCState*, THCudaLongTensor* output, T* indexed,      \
+                                            ptrdiff_t baseOffset, THCudaLongTensor** indexers) {  \
+    const char* fn = #T "_calculateAdvancedIndexingOffsets";                                      \
+    need(fn, {{output, 1, "output", "THCudaLongTensor*"}, {indexed, 2, "indexed", #T "*"}});      \
+    advanced_offsets(output, indexed, baseOffset, reinterpret_cast<const void* const*>(indexers), \
+                     fn);                                                                         \
   }
 TH_FORALL_CUDA_TENSORS(KFL_DEFINE_CUDA_INDEX)
 #endif

@@ -89,15 +89,31 @@ void THCState_setCurrentStreamIndex(THCState* state, int stream);
  * per device; the pointer stays valid). */
 struct cudaDeviceProp* THCState_getCurrentDeviceProperties(THCState* state);
 
-/* THC's cuBLAS handles, for code that calls cuBLAS itself: one per device,
- * made on first use and kept for the process, each handed out on the current
- * stream of its device (code that sets another stream on it, as some did,
- * gets the current one again at its next call). THC's handle indices are
- * 1-based; there is one handle per device, so the index is 1. */
+/* THC's cuBLAS handles, for code that calls cuBLAS itself: handles 1..n per
+ * device (n = 1, or what THCState_reserveBlasHandles asked for), each made on
+ * first use and kept for the process, handed out on the current stream of its
+ * device (code that sets another stream on it, as some did, gets the current
+ * one again at its next call); the current index (1 unless set) is per
+ * thread, as THC's. */
 cublasHandle_t THCState_getCurrentBlasHandle(THCState* state);
 cublasHandle_t THCState_getDeviceBlasHandle(THCState* state, int device, int handle);
 int THCState_getNumBlasHandles(THCState* state);
 int THCState_getCurrentBlasHandleIndex(THCState* state);
+void THCState_reserveBlasHandles(THCState* state, int numBlasHandles);
+void THCState_setCurrentBlasHandleIndex(THCState* state, int handle);
+/* THC's scratch space: 4 floats per SM of device memory for each device and
+ * reserved stream (index 0 the default stream); the current device's and
+ * stream's is NULL on a stream that is not a reserved one. */
+void* THCState_getCurrentDeviceScratchSpace(THCState* state);
+void* THCState_getDeviceScratchSpace(THCState* state, int device, int stream);
+size_t THCState_getCurrentDeviceScratchSpaceSize(THCState* state);
+size_t THCState_getDeviceScratchSpaceSize(THCState* state, int device);
+/* THCudaMalloc calls the GC handler once when an allocation fails, then
+ * tries again; THCHeapUpdate does nothing (torch counts its memory);
+ * THCMagma_init has nothing to start. */
+void THCSetGCHandler(THCState* state, void (*cutorchGCFunction)(void* data), void* data);
+void THCHeapUpdate(THCState* state, ptrdiff_t size);
+void THCMagma_init(THCState* state);
 
 /* THCublasCheck(status): raises a Python RuntimeError naming the cuBLAS status. */
 void __THCublasCheck(cublasStatus_t status, const char* file, int line);
@@ -152,12 +168,16 @@ cudaError_t THCudaFree(THCState* state, void* ptr);
   X(Half, THCudaHalfTensor, __VA_ARGS__)     \
   X(BFloat16, THCudaBFloat16Tensor, __VA_ARGS__)
 
-/* The device of a CUDA tensor or storage; and checkGPU(state, n, t1, ...,
- * tn): 1 when the n tensors (of the type, NULL skipped) are all on the
- * current device, else 0, as THC's THCudaTensor_checkGPU. */
-#define THC_TENSOR_DEVICE_API(T, S)                     \
-  int T##_getDevice(THCState* state, const T* self);    \
-  int S##_getDevice(THCState* state, const S* storage); \
+/* The device of a CUDA tensor or storage; checkGPU(state, n, t1, ..., tn):
+ * 1 when the n tensors (of the type, NULL skipped) are all on the current
+ * device, else 0, as THC's THCudaTensor_checkGPU; getTextureObject: a
+ * texture object over a contiguous float tensor's elements (tex1Dfetch),
+ * which the caller destroys (the other types raise: THC made them of float
+ * tensors). */
+#define THC_TENSOR_DEVICE_API(T, S)                                   \
+  cudaTextureObject_t T##_getTextureObject(THCState* state, T* self); \
+  int T##_getDevice(THCState* state, const T* self);                  \
+  int S##_getDevice(THCState* state, const S* storage);               \
   int T##_checkGPU(THCState* state, unsigned int n_tensors, ...);
 
 /* The same API as TH's (TH/TH.h), each function taking the state first;
@@ -168,8 +188,13 @@ cudaError_t THCudaFree(THCState* state, void* ptr);
   THC_TENSOR_DEVICE_API(T, S)
 TH_FORALL_CUDA_TENSORS(TH_CUDA_TENSOR_API)
 #undef TH_CUDA_TENSOR_API
-#define TH_CUDA_INT_MATH_API(T, S, real, dtype) \
-  TH_TENSOR_ARITH_API(T, real, int64_t, THCState* state, )
+/* THC's mean (an integer: the sum divided with C's truncation), meanall
+ * and dist (the p-distance, truncated) of its integer types, which TH had not */
+#define TH_CUDA_INT_MATH_API(T, S, real, dtype)                           \
+  TH_TENSOR_ARITH_API(T, real, int64_t, THCState* state, )                \
+  void T##_mean(THCState* state, T* r, T* t, int dimension, int keepdim); \
+  int64_t T##_meanall(THCState* state, T* t);                             \
+  int64_t T##_dist(THCState* state, T* a, T* b, real value);
 TH_FORALL_CUDA_INT_TENSORS(TH_CUDA_INT_MATH_API)
 #undef TH_CUDA_INT_MATH_API
 #define TH_CUDA_FLOAT_MATH_API(T, S, real, dtype)         \
@@ -183,6 +208,12 @@ TH_TENSOR_LAPACK_API(THCudaDoubleTensor, THCState* state, )
 /* btrifact and btrisolve (THCTensorMathBlas.h), the pivots a THCudaIntTensor */
 TH_TENSOR_BATCH_LU_API(THCudaTensor, THCudaIntTensor, THCState* state, )
 TH_TENSOR_BATCH_LU_API(THCudaDoubleTensor, THCudaIntTensor, THCState* state, )
+/* THC's for its other types raise, as THC's did: "only supported for floats and doubles" */
+#define THC_OTHER_BATCH_LU_API(T, S, real, dtype) \
+  TH_TENSOR_BATCH_LU_API(T, THCudaIntTensor, THCState* state, )
+TH_FORALL_CUDA_INT_TENSORS(THC_OTHER_BATCH_LU_API)
+THC_OTHER_BATCH_LU_API(THCudaHalfTensor, , , )
+#undef THC_OTHER_BATCH_LU_API
 #define TH_CUDA_INDEX_API(T, S, real, dtype)                                          \
   TH_TENSOR_INDEX_API(T, THCudaLongTensor, THCudaByteTensor, real, THCState* state, ) \
   TH_TENSOR_LOGICAL_API(T, real, THCState* state, )
@@ -191,18 +222,24 @@ TH_FORALL_CUDA_TENSORS(TH_CUDA_INDEX_API)
 /* THC's forms whose index is a THLongTensor or whose mask a THByteTensor, on
  * the CPU (moved to the tensor's device first); sortKeyValueInplace: keys
  * sorted along dim (dir: descending), values (keys' size) permuted with
- * them; reshape as TH's. */
-#define THC_HOST_INDEX_API(T, S, real, dtype)                                                  \
-  void T##_indexCopy_long(THCState* state, T* res_, int dim, THLongTensor* indices, T* src);   \
-  void T##_indexAdd_long(THCState* state, T* res_, int dim, THLongTensor* indices, T* src);    \
-  void T##_indexFill_long(THCState* state, T* tensor, int dim, THLongTensor* index, real val); \
-  void T##_indexSelect_long(THCState* state, T* tensor, T* src, int dim, THLongTensor* index); \
-  void T##_maskedFillByte(THCState* state, T* tensor, THByteTensor* mask, real value);         \
-  void T##_maskedCopyByte(THCState* state, T* tensor, THByteTensor* mask, T* src);             \
-  void T##_maskedSelectByte(THCState* state, T* tensor, T* src, THByteTensor* mask);           \
-  void T##_sortKeyValueInplace(THCState* state, T* keys, THCudaLongTensor* values, int dim,    \
-                               bool dir);                                                      \
-  void T##_reshape(THCState* state, T* r, T* t, struct THLongStorage* size);
+ * them; reshape as TH's; calculateAdvancedIndexingOffsets: output[i] =
+ * baseOffset + the storage offset in `indexed` (up to 5-D) of the i-th
+ * element of an advanced indexing, indexers[d] a 1-D index tensor for
+ * dimension d (the same count for all) or NULL for a whole dimension, as
+ * PyTorch 0.2's indexing called it. */
+#define THC_HOST_INDEX_API(T, S, real, dtype)                                                      \
+  void T##_indexCopy_long(THCState* state, T* res_, int dim, THLongTensor* indices, T* src);       \
+  void T##_indexAdd_long(THCState* state, T* res_, int dim, THLongTensor* indices, T* src);        \
+  void T##_indexFill_long(THCState* state, T* tensor, int dim, THLongTensor* index, real val);     \
+  void T##_indexSelect_long(THCState* state, T* tensor, T* src, int dim, THLongTensor* index);     \
+  void T##_maskedFillByte(THCState* state, T* tensor, THByteTensor* mask, real value);             \
+  void T##_maskedCopyByte(THCState* state, T* tensor, THByteTensor* mask, T* src);                 \
+  void T##_maskedSelectByte(THCState* state, T* tensor, T* src, THByteTensor* mask);               \
+  void T##_sortKeyValueInplace(THCState* state, T* keys, THCudaLongTensor* values, int dim,        \
+                               bool dir);                                                          \
+  void T##_reshape(THCState* state, T* r, T* t, struct THLongStorage* size);                       \
+  void T##_calculateAdvancedIndexingOffsets(THCState* state, THCudaLongTensor* output, T* indexed, \
+                                            ptrdiff_t baseOffset, THCudaLongTensor** indexers);
 TH_FORALL_CUDA_TENSORS(THC_HOST_INDEX_API)
 #undef THC_HOST_INDEX_API
 int THCudaByteTensor_logicalall(THCState* state, THCudaByteTensor* self);
@@ -379,6 +416,22 @@ void THCudaBlas_Sgemv(THCState* state, char trans, int64_t m, int64_t n, float a
                       int64_t lda, float* x, int64_t incx, float beta, float* y, int64_t incy);
 void THCudaBlas_Dgemv(THCState* state, char trans, int64_t m, int64_t n, double alpha, double* a,
                       int64_t lda, double* x, int64_t incx, double beta, double* y, int64_t incy);
+/* cuBLAS's batched LU over arrays (in device memory) of batchSize n x n
+ * column-major matrices: getrf factors each in place (pivot: n 1-based
+ * pivots per matrix, NULL for none; info: device memory, per matrix 0 or
+ * the first j with U(j, j) exactly zero), getrs solves op(A) X = B in each
+ * B (info: host memory, 0), getri writes each inverse into c (info as
+ * getrf's). */
+#define THC_BLAS_LU_API(P, real)                                                                \
+  void THCudaBlas_##P##getrf(THCState* state, int n, real** a, int lda, int* pivot, int* info,  \
+                             int batchSize);                                                    \
+  void THCudaBlas_##P##getrs(THCState* state, char transa, int n, int nrhs, const real** a,     \
+                             int lda, int* pivot, real** b, int ldb, int* info, int batchSize); \
+  void THCudaBlas_##P##getri(THCState* state, int n, const real** a, int lda, int* pivot,       \
+                             real** c, int ldc, int* info, int batchSize);
+THC_BLAS_LU_API(S, float)
+THC_BLAS_LU_API(D, double)
+#undef THC_BLAS_LU_API
 
 /* THCHalf.h: one value converted on the host (as TH_float2half), or len
  * values between device arrays; whether the current device has half
