@@ -121,11 +121,14 @@ void advanced_offsets(const void* output, const void* indexed, ptrdiff_t base,
   const int64_t n = out.numel();
   if (n == 0) return;
   const std::vector<int64_t> shape = sizes(self), steps = strides(indexed), flat = {-1};
-  Tensor index = torch::stable::new_empty(out, {n}, torch::headeronly::ScalarType::Long);
+  // positions and offsets in double (exact below 2^53): torch's integer
+  // arithmetic takes no floating alpha
+  const auto real = torch::headeronly::ScalarType::Double;
+  Tensor index = torch::stable::new_empty(out, {n}, real);
   torch::stable::fill_(index, 1.0);
   index = torch::stable::subtract(aten("aten::cumsum", "", fn, index, int64_t{0}, std::nullopt),
                                   scalar_like(index, 1.0), 1.0);
-  Tensor offset = torch::stable::new_empty(out, {n}, torch::headeronly::ScalarType::Long);
+  Tensor offset = torch::stable::new_empty(out, {n}, real);
   torch::stable::fill_(offset, static_cast<double>(base));
   for (int64_t dim = ndim - 1; dim >= 0; --dim) {
     const bool advanced = indexers[dim] != nullptr;
@@ -141,7 +144,9 @@ void advanced_offsets(const void* output, const void* indexed, ptrdiff_t base,
     Tensor at;
     if (advanced) {
       check_index_values(values, self, static_cast<int>(dim), fn);
-      at = aten("aten::take", "", fn, values, aten("aten::remainder", "Tensor", fn, index, along));
+      const Tensor position = torch::stable::to(aten("aten::remainder", "Tensor", fn, index, along),
+                                                torch::headeronly::ScalarType::Long);
+      at = torch::stable::to(aten("aten::take", "", fn, values, position), real);
     } else {
       at = torch::stable::subtract(index, aten("aten::mul", "Tensor", fn, next, along), 1.0);
     }
