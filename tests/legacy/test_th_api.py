@@ -1939,6 +1939,60 @@ def test_thc_gels_geev_btrifact_btrisolve(logic_cuda):
     close(x, torch.linalg.solve(batch, rhs))
 
 
+def _thc_full_padded(x, kh, kw, srow, scol):
+    """THC's full convolution's input: zero-padded by kh - 1 (kw - 1) before
+    and to ((H - 1) srow + kh - 1) srow + kh rows in all."""
+    h, w = x.shape[-2:]
+    oh, ow = (h - 1) * srow + kh, (w - 1) * scol + kw
+    ph, pw = (oh - 1) * srow + kh, (ow - 1) * scol + kw
+    return torch.nn.functional.pad(x, (kw - 1, pw - w - (kw - 1), kh - 1, ph - h - (kh - 1)))
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_thc_convolutions(logic_cuda):
+    gen = torch.Generator().manual_seed(70)
+    conv2d = torch.nn.functional.conv2d
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=gen).cuda()
+
+    def run(which, t, k, r=None, beta=0.0, alpha=1.0, s1=1, s2=1, table=None, fanin=1):
+        r = torch.full((1,), float("nan"), device="cuda") if r is None else r
+        table = torch.zeros(1, device="cuda") if table is None else table
+        assert logic_cuda.cuda_thc_conv(r, t, k, table, which, beta, alpha, s1, s2, fanin) == 1
+        return r
+
+    x, w = rand(2, 7, 8), rand(3, 2, 3, 2)
+    for which, typ in enumerate(["vx", "vc", "fx", "fc"]):
+        for s1, s2 in [(1, 1), (2, 3)]:
+            kernel = w.flip(2, 3) if typ[1] == "c" else w
+            inp = _thc_full_padded(x, 3, 2, s1, s2) if typ[0] == "f" else x
+            expected = conv2d(inp[None], kernel, stride=(s1, s2))[0]
+            close(run(which, x, w, s1=s1, s2=s2), expected, rtol=1e-4, atol=1e-4)
+    # beta keeps the output where its size stays
+    old = rand(3, 5, 7)
+    close(run(0, x, w, r=old.clone(), beta=0.5), 0.5 * old + conv2d(x[None], w)[0], rtol=1e-4, atol=1e-4)
+    xb = rand(4, 2, 7, 8)
+    close(run(4, xb, w, s1=2), conv2d(xb, w.flip(2, 3), stride=(2, 1)), rtol=1e-4, atol=1e-4)
+    # Rev forms: the gradient of a strided correlation's kernel, as TH's
+    g, gb = rand(2, 3, 2), rand(4, 2, 3, 2)
+    rev = conv2d(x[:, None], g[:, None], dilation=(2, 1)).transpose(0, 1)
+    close(run(5, x, g, beta=0.0, alpha=2.0, s1=2), 2.0 * rev, rtol=1e-4, atol=1e-4)
+    revm = conv2d(xb.transpose(0, 1), gb.transpose(0, 1), dilation=(1, 2)).transpose(0, 1)
+    close(run(6, xb, gb, s2=2), revm, rtol=1e-4, atol=1e-4)
+    # conv2Dmap: two output planes of two (input plane, kernel) pairs each
+    kernels = rand(4, 3, 2)
+    table = torch.tensor([[1.0, 1.0], [2.0, 2.0], [2.0, 3.0], [1.0, 4.0]], device="cuda")
+    out = run(7, x, kernels, r=torch.zeros(2, 5, 4, device="cuda"), s1=2, s2=1, table=table, fanin=2)
+    pairs = conv2d(x[[0, 1, 1, 0]][None], kernels[:, None], stride=(1, 2), groups=4)[0]
+    close(out, pairs.view(2, 2, 5, 4).sum(1), rtol=1e-4, atol=1e-4)
+    with pytest.raises(RuntimeError, match=r"^THCudaTensor_conv2Dmv: type of convolution can be 'v' or 'f'"):
+        run(8, x, w)
+    with pytest.raises(RuntimeError, match=r"^THCudaTensor_conv2Dmv: kernel: 4D Tensor expected"):
+        run(0, x, g)
+
+
 @pytest.mark.cuda
 @pytest.mark.sanitize
 def test_thc_advanced_indexing_offsets(logic_cuda):

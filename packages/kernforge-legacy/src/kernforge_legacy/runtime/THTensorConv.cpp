@@ -308,3 +308,197 @@ KFL_DEFINE_CONV_API(THFloatTensor, float)
 KFL_DEFINE_CONV_API(THDoubleTensor, double)
 
 }  // extern "C"
+
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+// THC's convolutions (THCTensorConv.h), float, on torch's conv2d:
+// conv2Dmv / conv2Dmm r = beta r + the sum over input planes of each
+// kernel's valid ('v') or full ('f') correlation ('x') or convolution ('c')
+// with strides srow, scol; THC's full form correlates the input zero-padded
+// to ((H - 1) srow + kh - 1) srow + kh rows (so its strides differ from TH's
+// full form); conv2DRevger / conv2DRevgerm TH's Rev form (a strided kernel's
+// gradient), summed over the batch for germ; conv2Dmap r += the fanin pairs
+// (input plane, kernel) of each output plane, from a table of 1-based pairs.
+namespace {
+
+Tensor conv2d(const Tensor& in, const Tensor& w, std::vector<int64_t> stride,
+              std::vector<int64_t> dilation, int64_t groups, const char* fn) {
+  return aten("aten::conv2d", "", fn, in, w, std::nullopt, std::move(stride),
+              std::vector<int64_t>{0, 0}, std::move(dilation), groups);
+}
+
+Tensor operand_of(const void* t, int64_t dims, const char* name, const char* fn) {
+  const Tensor x = borrow(t);
+  if (x.dim() != dims)
+    throw std::runtime_error(std::string(fn) + ": " + name + ": " + std::to_string(dims) +
+                             "D Tensor expected, got " + describe(sizes(x)).str);
+  return x;
+}
+
+void check_strides(int64_t srow, int64_t scol, const char* fn) {
+  if (srow < 1 || scol < 1)
+    throw std::runtime_error(std::string(fn) + ": Stride should be a positive integer, got " +
+                             std::to_string(srow) + " and " + std::to_string(scol));
+}
+
+// r := beta r + value (r's old values dropped where beta is 0 or its size changes)
+void accumulate(const void* r, double beta, const Tensor& value, const char* fn) {
+  const bool keep = beta != 0 && numel(r) == value.numel() && numel(r) > 0;
+  const Tensor old = keep ? aten("aten::reshape", "", fn, borrow(r), sizes(value)) : Tensor();
+  assign(r, keep ? scaled_sum(old, beta, value, 1.0, fn) : value, fn);
+}
+
+// conv2Dmv (batched: conv2Dmm): input [(B,) I, H, W], kernel [O, I, kh, kw]
+void thc_conv_mv(const void* r, double beta, const void* t, const void* k, int64_t srow,
+                 int64_t scol, const char* type, bool batched, const char* fn) {
+  const Tensor kernel = operand_of(k, 4, "kernel", fn);
+  check_strides(srow, scol, fn);
+  if (type == nullptr || (type[0] != 'v' && type[0] != 'f') || (type[1] != 'c' && type[1] != 'x'))
+    throw std::runtime_error(std::string(fn) +
+                             ": type of convolution can be 'v' or 'f', then 'x' "
+                             "or 'c', got \"" +
+                             (type ? type : "NULL") + "\"");
+  Tensor input = operand_of(t, batched ? 4 : 3, "input", fn);
+  if (!batched) input = torch::stable::unsqueeze(input, 0);
+  const std::vector<int64_t> is = sizes(input), ks = sizes(kernel);
+  const int64_t H = is[2], W = is[3], kh = ks[2], kw = ks[3];
+  if (ks[1] != is[1])
+    throw std::runtime_error(std::string(fn) + ": invalid number of input planes: the kernel has " +
+                             std::to_string(ks[1]) + ", the input " + std::to_string(is[1]));
+  if (type[0] == 'v' && (H < kh || W < kw))
+    throw std::runtime_error(std::string(fn) + ": Input image is smaller than kernel");
+  if (type[0] == 'f') {
+    const int64_t oh = (H - 1) * srow + kh, ow = (W - 1) * scol + kw;
+    const int64_t ph = (oh - 1) * srow + kh, pw = (ow - 1) * scol + kw;
+    input = aten("aten::constant_pad_nd", "", fn, input,
+                 std::vector<int64_t>{kw - 1, pw - W - (kw - 1), kh - 1, ph - H - (kh - 1)}, 0.0);
+  }
+  const Tensor w =
+      type[1] == 'c' ? aten("aten::flip", "", fn, kernel, std::vector<int64_t>{2, 3}) : kernel;
+  Tensor out = conv2d(input, w, {srow, scol}, {1, 1}, 1, fn);
+  if (!batched) out = aten("aten::squeeze", "dim", fn, out, int64_t{0});
+  accumulate(r, beta, out, fn);
+}
+
+// conv2DRevger (batched: conv2DRevgerm): input [(B,) I, H, W], kernel [(B,) K, kh, kw]
+void thc_conv_rev(const void* r, double beta, double alpha, const void* t, const void* k,
+                  int64_t srow, int64_t scol, bool batched, const char* fn) {
+  Tensor input = operand_of(t, batched ? 4 : 3, "input", fn);
+  Tensor kernel = operand_of(k, batched ? 4 : 3, "kernel", fn);
+  check_strides(srow, scol, fn);
+  if (!batched) {
+    input = torch::stable::unsqueeze(input, 0);
+    kernel = torch::stable::unsqueeze(kernel, 0);
+  }
+  const std::vector<int64_t> is = sizes(input), ks = sizes(kernel);
+  if (is[0] != ks[0])
+    throw std::runtime_error(std::string(fn) + ": input and kernel have batches of " +
+                             std::to_string(is[0]) + " and " + std::to_string(ks[0]));
+  if (is[2] < ks[2] || is[3] < ks[3])
+    throw std::runtime_error(std::string(fn) + ": Input image is smaller than kernel");
+  // [I, B, H, W] by [K, B, kh, kw], dilated by the strides: [I, K, ...], summed over B
+  const Tensor out = conv2d(torch::stable::transpose(input, 0, 1),
+                            torch::stable::transpose(kernel, 0, 1), {1, 1}, {srow, scol}, 1, fn);
+  const Tensor ger =
+      aten("aten::mul", "Tensor", fn, torch::stable::transpose(out, 0, 1), scalar_like(out, alpha));
+  accumulate(r, beta, ger, fn);
+}
+
+// conv2Dmap: input [I, H, W], kernel [O * fanin, kh, kw], table [O * fanin, 2]
+void thc_conv_map(const void* r, const void* t, const void* k, int64_t stride_x, int64_t stride_y,
+                  const void* tab, int64_t fanin, const char* fn) {
+  const Tensor kernel = operand_of(k, 3, "kernel", fn);
+  const Tensor input = operand_of(t, 3, "input", fn);
+  check_strides(stride_y, stride_x, fn);
+  const std::vector<int64_t> is = sizes(input), ks = sizes(kernel);
+  if (fanin < 1 || ks[0] / fanin < 1)
+    throw std::runtime_error(std::string(fn) + ": fanin must be in [1, " + std::to_string(ks[0]) +
+                             "] (the kernels), got " + std::to_string(fanin));
+  if (is[1] < ks[1] || is[2] < ks[2])
+    throw std::runtime_error(std::string(fn) + ": Input image is smaller than kernel");
+  const int64_t pairs = ks[0] / fanin * fanin;
+  const Tensor table = borrow(tab);
+  if (table.numel() < 2 * pairs)
+    throw std::runtime_error(std::string(fn) + ": the table has " + std::to_string(table.numel()) +
+                             " entries, " + std::to_string(2 * pairs) + " needed");
+  // the 1-based float entries as 0-based int64 (in the table's float type
+  // first: torch's integer arithmetic takes no floating alpha)
+  const Tensor flat = aten("aten::reshape", "", fn, table, std::vector<int64_t>{-1});
+  const Tensor entries = aten("aten::narrow", "", fn, flat, int64_t{0}, int64_t{0}, 2 * pairs);
+  const Tensor index =
+      torch::stable::to(torch::stable::subtract(
+                            aten("aten::reshape", "", fn, entries, std::vector<int64_t>{pairs, 2}),
+                            scalar_like(entries, 1.0), 1.0),
+                        torch::headeronly::ScalarType::Long);
+  const Tensor planes = aten("aten::select", "int", fn, index, int64_t{1}, int64_t{0});
+  const Tensor kernels = aten("aten::select", "int", fn, index, int64_t{1}, int64_t{1});
+  const auto [p_lo, p_hi] = value_range(planes, fn);
+  const auto [k_lo, k_hi] = value_range(kernels, fn);
+  if (p_lo < 0 || p_hi >= static_cast<double>(is[0]) || k_lo < 0 ||
+      k_hi >= static_cast<double>(ks[0]))
+    throw std::runtime_error(std::string(fn) + ": the table's 1-based entries must lie in [1, " +
+                             std::to_string(is[0]) + "] (input planes) and [1, " +
+                             std::to_string(ks[0]) + "] (kernels)");
+  const Tensor in =
+      torch::stable::unsqueeze(aten("aten::index_select", "", fn, input, int64_t{0}, planes), 0);
+  const Tensor w =
+      torch::stable::unsqueeze(aten("aten::index_select", "", fn, kernel, int64_t{0}, kernels), 1);
+  const Tensor each = aten("aten::squeeze", "dim", fn,
+                           conv2d(in, w, {stride_y, stride_x}, {1, 1}, pairs, fn), int64_t{0});
+  const std::vector<int64_t> es = sizes(each);
+  const Tensor sum = aten(
+      "aten::sum", "dim_IntList", fn,
+      aten("aten::reshape", "", fn, each, std::vector<int64_t>{pairs / fanin, fanin, es[1], es[2]}),
+      dims(1), false, std::nullopt);
+  // THC added onto the output's values: kept where its size is the result's
+  accumulate(r, 1.0, sum, fn);
+}
+
+}  // namespace
+
+extern "C" {
+
+void THCudaTensor_conv2Dmv(THCState*, THCudaTensor* r, float beta, THCudaTensor* t, THCudaTensor* k,
+                           int64_t srow, int64_t scol, const char* type) {
+  const char* fn = "THCudaTensor_conv2Dmv";
+  need(fn, {{r, 1, "output", "THCudaTensor*"},
+            {t, 3, "input", "THCudaTensor*"},
+            {k, 4, "kernel", "THCudaTensor*"}});
+  thc_conv_mv(r, beta, t, k, srow, scol, type, false, fn);
+}
+void THCudaTensor_conv2Dmm(THCState*, THCudaTensor* r, float beta, THCudaTensor* t, THCudaTensor* k,
+                           int64_t srow, int64_t scol, const char* type) {
+  const char* fn = "THCudaTensor_conv2Dmm";
+  need(fn, {{r, 1, "output", "THCudaTensor*"},
+            {t, 3, "input", "THCudaTensor*"},
+            {k, 4, "kernel", "THCudaTensor*"}});
+  thc_conv_mv(r, beta, t, k, srow, scol, type, true, fn);
+}
+void THCudaTensor_conv2DRevger(THCState*, THCudaTensor* r, float beta, float alpha, THCudaTensor* t,
+                               THCudaTensor* k, int64_t srow, int64_t scol) {
+  const char* fn = "THCudaTensor_conv2DRevger";
+  need(fn, {{r, 1, "output", "THCudaTensor*"},
+            {t, 4, "input", "THCudaTensor*"},
+            {k, 5, "kernel", "THCudaTensor*"}});
+  thc_conv_rev(r, beta, alpha, t, k, srow, scol, false, fn);
+}
+void THCudaTensor_conv2DRevgerm(THCState*, THCudaTensor* r, float beta, float alpha,
+                                THCudaTensor* t, THCudaTensor* k, int64_t srow, int64_t scol) {
+  const char* fn = "THCudaTensor_conv2DRevgerm";
+  need(fn, {{r, 1, "output", "THCudaTensor*"},
+            {t, 4, "input", "THCudaTensor*"},
+            {k, 5, "kernel", "THCudaTensor*"}});
+  thc_conv_rev(r, beta, alpha, t, k, srow, scol, true, fn);
+}
+void THCudaTensor_conv2Dmap(THCState*, THCudaTensor* r, THCudaTensor* t, THCudaTensor* k,
+                            int64_t stride_x, int64_t stride_y, THCudaTensor* table,
+                            int64_t fanin) {
+  const char* fn = "THCudaTensor_conv2Dmap";
+  need(fn, {{r, 1, "output", "THCudaTensor*"},
+            {t, 2, "input", "THCudaTensor*"},
+            {k, 3, "kernel", "THCudaTensor*"},
+            {table, 6, "table", "THCudaTensor*"}});
+  thc_conv_map(r, t, k, stride_x, stride_y, table, fanin, fn);
+}
+
+}  // extern "C"
+#endif

@@ -208,6 +208,29 @@ TH_TENSOR_LAPACK_API(THCudaDoubleTensor, THCState* state, )
 /* btrifact and btrisolve (THCTensorMathBlas.h), the pivots a THCudaIntTensor */
 TH_TENSOR_BATCH_LU_API(THCudaTensor, THCudaIntTensor, THCState* state, )
 TH_TENSOR_BATCH_LU_API(THCudaDoubleTensor, THCudaIntTensor, THCState* state, )
+/* THC's convolutions (THCTensorConv.h), float, on torch's conv2d: conv2Dmv
+ * (input [I, H, W], kernel [O, I, kh, kw]) and conv2Dmm (a batch [B, I, H,
+ * W]): output = beta output + the valid ('v') or full ('f') correlation
+ * ('x') or convolution ('c') with strides srow, scol, type "vx" and so on
+ * (THC's full form correlates the input zero-padded to ((H - 1) srow + kh -
+ * 1) srow + kh rows); conv2DRevger / conv2DRevgerm: TH's Rev form (a strided
+ * kernel's gradient), output [K, I, ...] = beta output + alpha ..., summed
+ * over the batch for germ; conv2Dmap: output [O, ...] += for each output
+ * plane its fanin pairs of (input plane, kernel) from table [O fanin, 2],
+ * 1-based, strides stride_x (columns) and stride_y (rows). */
+void THCudaTensor_conv2Dmv(THCState* state, THCudaTensor* output, float beta, THCudaTensor* input,
+                           THCudaTensor* kernel, int64_t srow, int64_t scol, const char* type);
+void THCudaTensor_conv2Dmm(THCState* state, THCudaTensor* output, float beta, THCudaTensor* input,
+                           THCudaTensor* kernel, int64_t srow, int64_t scol, const char* type);
+void THCudaTensor_conv2DRevger(THCState* state, THCudaTensor* output, float beta, float alpha,
+                               THCudaTensor* input, THCudaTensor* kernel, int64_t srow,
+                               int64_t scol);
+void THCudaTensor_conv2DRevgerm(THCState* state, THCudaTensor* output, float beta, float alpha,
+                                THCudaTensor* input, THCudaTensor* kernel, int64_t srow,
+                                int64_t scol);
+void THCudaTensor_conv2Dmap(THCState* state, THCudaTensor* output, THCudaTensor* input,
+                            THCudaTensor* kernel, int64_t stride_x, int64_t stride_y,
+                            THCudaTensor* table, int64_t fanin);
 /* THC's for its other types raise, as THC's did: "only supported for floats and doubles" */
 #define THC_OTHER_BATCH_LU_API(T, S, real, dtype) \
   TH_TENSOR_BATCH_LU_API(T, THCudaIntTensor, THCState* state, )
