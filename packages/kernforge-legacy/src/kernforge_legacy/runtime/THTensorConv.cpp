@@ -457,38 +457,29 @@ void thc_conv_map(const void* r, const void* t, const void* k, int64_t stride_x,
 
 extern "C" {
 
-void THCudaTensor_conv2Dmv(THCState*, THCudaTensor* r, float beta, THCudaTensor* t, THCudaTensor* k,
-                           int64_t srow, int64_t scol, const char* type) {
-  const char* fn = "THCudaTensor_conv2Dmv";
-  need(fn, {{r, 1, "output", "THCudaTensor*"},
-            {t, 3, "input", "THCudaTensor*"},
-            {k, 4, "kernel", "THCudaTensor*"}});
-  thc_conv_mv(r, beta, t, k, srow, scol, type, false, fn);
-}
-void THCudaTensor_conv2Dmm(THCState*, THCudaTensor* r, float beta, THCudaTensor* t, THCudaTensor* k,
-                           int64_t srow, int64_t scol, const char* type) {
-  const char* fn = "THCudaTensor_conv2Dmm";
-  need(fn, {{r, 1, "output", "THCudaTensor*"},
-            {t, 3, "input", "THCudaTensor*"},
-            {k, 4, "kernel", "THCudaTensor*"}});
-  thc_conv_mv(r, beta, t, k, srow, scol, type, true, fn);
-}
-void THCudaTensor_conv2DRevger(THCState*, THCudaTensor* r, float beta, float alpha, THCudaTensor* t,
-                               THCudaTensor* k, int64_t srow, int64_t scol) {
-  const char* fn = "THCudaTensor_conv2DRevger";
-  need(fn, {{r, 1, "output", "THCudaTensor*"},
-            {t, 4, "input", "THCudaTensor*"},
-            {k, 5, "kernel", "THCudaTensor*"}});
-  thc_conv_rev(r, beta, alpha, t, k, srow, scol, false, fn);
-}
-void THCudaTensor_conv2DRevgerm(THCState*, THCudaTensor* r, float beta, float alpha,
-                                THCudaTensor* t, THCudaTensor* k, int64_t srow, int64_t scol) {
-  const char* fn = "THCudaTensor_conv2DRevgerm";
-  need(fn, {{r, 1, "output", "THCudaTensor*"},
-            {t, 4, "input", "THCudaTensor*"},
-            {k, 5, "kernel", "THCudaTensor*"}});
-  thc_conv_rev(r, beta, alpha, t, k, srow, scol, true, fn);
-}
+// conv2Dmv and conv2Dmm; conv2DRevger and conv2DRevgerm (batched)
+#define KFL_DEFINE_THC_CONV_MV(name, batched)                                               \
+  void THCudaTensor_##name(THCState*, THCudaTensor* r, float beta, THCudaTensor* t,         \
+                           THCudaTensor* k, int64_t srow, int64_t scol, const char* type) { \
+    const char* fn = "THCudaTensor_" #name;                                                 \
+    need(fn, {{r, 1, "output", "THCudaTensor*"},                                            \
+              {t, 3, "input", "THCudaTensor*"},                                             \
+              {k, 4, "kernel", "THCudaTensor*"}});                                          \
+    thc_conv_mv(r, beta, t, k, srow, scol, type, batched, fn);                              \
+  }
+#define KFL_DEFINE_THC_CONV_REV(name, batched)                                                   \
+  void THCudaTensor_##name(THCState*, THCudaTensor* r, float beta, float alpha, THCudaTensor* t, \
+                           THCudaTensor* k, int64_t srow, int64_t scol) {                        \
+    const char* fn = "THCudaTensor_" #name;                                                      \
+    need(fn, {{r, 1, "output", "THCudaTensor*"},                                                 \
+              {t, 4, "input", "THCudaTensor*"},                                                  \
+              {k, 5, "kernel", "THCudaTensor*"}});                                               \
+    thc_conv_rev(r, beta, alpha, t, k, srow, scol, batched, fn);                                 \
+  }
+KFL_DEFINE_THC_CONV_MV(conv2Dmv, false)
+KFL_DEFINE_THC_CONV_MV(conv2Dmm, true)
+KFL_DEFINE_THC_CONV_REV(conv2DRevger, false)
+KFL_DEFINE_THC_CONV_REV(conv2DRevgerm, true)
 void THCudaTensor_conv2Dmap(THCState*, THCudaTensor* r, THCudaTensor* t, THCudaTensor* k,
                             int64_t stride_x, int64_t stride_y, THCudaTensor* table,
                             int64_t fanin) {
