@@ -5,14 +5,6 @@
 
 namespace {
 
-cudaStream_t current_stream(const char* fn) {
-  int32_t device;
-  void* stream;
-  check(aoti_torch_get_current_device_index(&device), fn);
-  check(aoti_torch_get_current_cuda_stream(device, &stream), fn);
-  return static_cast<cudaStream_t>(stream);
-}
-
 // cuBLAS's arrays of `batch` matrices (arrays of pointers in device memory),
 // read back in one synchronization: array i's j-th pointer at [i * batch + j]
 std::vector<const void*> device_pointers(std::initializer_list<const void* const*> arrays,
@@ -23,7 +15,7 @@ std::vector<const void*> device_pointers(std::initializer_list<const void* const
                                ": the arrays of matrices are NULL for a batch of " +
                                std::to_string(batch));
   std::vector<const void*> ptrs(arrays.size() * static_cast<size_t>(batch));
-  const cudaStream_t stream = current_stream(fn);
+  const cudaStream_t stream = THCState_getCurrentStream(nullptr);  // the runtime keeps no state
   const size_t bytes = sizeof(void*) * static_cast<size_t>(batch);
   size_t i = 0;
   for (const void* const* array : arrays)
@@ -99,14 +91,15 @@ void device_ger(int64_t m, int64_t n, double alpha, void* x, int64_t incx, void*
 // torch.linalg: n x n column-major matrices (ld >= n), pivots 1-based, n per
 // matrix one after another (NULL: no pivoting), info per matrix 0 or the
 // first j with U(j, j) exactly zero.
-void lu_arguments(int64_t n, int64_t lda, int64_t batch, const char* fn) {
+void lu_arguments(int64_t n, int64_t ld, int64_t batch, const char* fn,
+                  const char* ld_name = "lda") {
   if (n < 0 || batch < 0)
     throw std::runtime_error(std::string(fn) + ": n and batchSize must be >= 0, got " +
                              std::to_string(n) + " and " + std::to_string(batch));
-  if (lda < std::max<int64_t>(1, n))
-    throw std::runtime_error(std::string(fn) + ": lda must be >= max(1, n) = " +
-                             std::to_string(std::max<int64_t>(1, n)) + ", got " +
-                             std::to_string(lda));
+  if (ld < std::max<int64_t>(1, n))
+    throw std::runtime_error(std::string(fn) + ": " + ld_name +
+                             " must be >= max(1, n) = " + std::to_string(std::max<int64_t>(1, n)) +
+                             ", got " + std::to_string(ld));
 }
 
 // A stored matrix (ld) as the tensor A; matrix j's pivots (identity where NULL)
@@ -173,7 +166,7 @@ void getrs_batched(char trans, int64_t n, int64_t nrhs, const void* const* a, in
 void getri_batched(int64_t n, const void* const* a, int64_t lda, const int* pivot, void* const* c,
                    int64_t ldc, int* info, int64_t batch, int32_t dtype, const char* fn) {
   lu_arguments(n, lda, batch, fn);
-  lu_arguments(n, ldc, batch, fn);
+  lu_arguments(n, ldc, batch, fn, "ldc");
   if (n == 0 || batch == 0) return;
   if (info == nullptr) throw std::runtime_error(std::string(fn) + ": info is NULL");
   const std::vector<const void*> p =
