@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import build_folder, built_extension
+from conftest import build_folder, built_extension, built_once
 
 # Functions that take NULL for their handles, as TH's did: freeing NULL does
 # nothing; isValid answers whether a generator is NULL; newWithStorage1d-4d
@@ -156,12 +156,17 @@ def _build(tmp_path_factory, with_cuda: bool):
     if with_cuda:
         functions = [f for f in functions if CUDA_HALF.match(f[1])]
     name = "fuzz_cuda" if with_cuda else "fuzz"
-    src = build_folder(tmp_path_factory) / f"{name}-src"
-    src.mkdir(parents=True, exist_ok=True)
-    (src / f"{name}.h").write_text("int fuzz_call(int index, int mode);\n")
-    source = _source(functions, with_cuda)
-    if not (src / f"{name}.c").exists() or (src / f"{name}.c").read_text() != source:
-        (src / f"{name}.c").write_text(source)
+    # Written under a lock and only where they differ: another pytest-xdist
+    # worker may be reading them for its build (a header truncated under it
+    # gave a module without fuzz_call).
+    with built_once(build_folder(tmp_path_factory) / f"{name}-src") as src:
+        files = {
+            f"{name}.h": "int fuzz_call(int index, int mode);\n",
+            f"{name}.c": _source(functions, with_cuda),
+        }
+        for file, text in files.items():
+            if not (src / file).exists() or (src / file).read_text() != text:
+                (src / file).write_text(text)
     module = built_extension(
         tmp_path_factory, name, [src / f"{name}.h"], [src / f"{name}.c"], with_cuda=with_cuda
     )

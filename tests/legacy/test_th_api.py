@@ -10,6 +10,8 @@ import importlib.util
 import math
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -728,7 +730,6 @@ def test_every_provided_function_is_defined(th, device):
     """What the table calls provided is in the runtime library the extensions
     link: every declared TH function (and on a CUDA build every THC one) is
     a symbol it exports, not only a prototype."""
-    import subprocess
 
     from kernforge_legacy import ffi
 
@@ -2073,6 +2074,26 @@ def test_thc_blas_handles_scratch_space_gc_handler_and_textures(logic_cuda):
         r"\(THCudaTensor\) only",
     ):
         logic_cuda.cuda_resources(info, 5)
+
+
+@pytest.mark.cuda
+def test_thc_malloc_before_the_process_made_a_cuda_tensor(logic_cuda):
+    # torch sets its caching allocator up with its first CUDA tensor; an
+    # extension's first THCudaMalloc (here the scratch space's) may come first
+    code = (
+        "import importlib.util, sys, torch\n"
+        "spec = importlib.util.spec_from_file_location('fixture_th_logic_cuda', sys.argv[1])\n"
+        "m = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(m)\n"
+        "info = torch.full((1,), -7, dtype=torch.int64)\n"
+        "assert not torch.cuda.is_initialized()\n"
+        "print(m.cuda_resources(info, 0), info.tolist())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, logic_cuda.__file__], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == "1" and "[3, 2, 1, 16, 1, 1, 1]" in done.stdout, done.stdout
 
 
 @pytest.mark.cuda

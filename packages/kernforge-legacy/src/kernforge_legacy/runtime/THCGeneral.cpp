@@ -1,6 +1,7 @@
 // THC's state, devices, streams, cuBLAS handles, allocation and error checks
 // (THCGeneral.h). Built into the runtime of a CUDA build only.
 #include <map>
+#include <mutex>
 
 #include "THRuntime.h"
 
@@ -474,6 +475,10 @@ void __THCudaCheckWarn(cudaError_t err, const char* file, int line) {
 }
 
 void* kfl_thc_malloc(THCState*, size_t size) {
+  // torch sets its caching allocator up with CUDA, on its first CUDA
+  // tensor; a THC extension may allocate before the process made one
+  static std::once_flag started;
+  std::call_once(started, [] { empty({1}, aoti_torch_dtype_float32(), true, "THCudaMalloc"); });
   void* ptr = nullptr;
   if (size == 0 || aoti_torch_cuda_caching_allocator_raw_alloc(size, &ptr) == AOTI_TORCH_SUCCESS)
     return ptr;

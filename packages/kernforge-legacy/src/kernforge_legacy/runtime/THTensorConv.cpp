@@ -369,8 +369,13 @@ void thc_conv_mv(const void* r, double beta, const void* t, const void* k, int64
   if (type[0] == 'f') {
     const int64_t oh = (H - 1) * srow + kh, ow = (W - 1) * scol + kw;
     const int64_t ph = (oh - 1) * srow + kh, pw = (ow - 1) * scol + kw;
-    input = aten("aten::constant_pad_nd", "", fn, input,
-                 std::vector<int64_t>{kw - 1, pw - W - (kw - 1), kh - 1, ph - H - (kh - 1)}, 0.0);
+    // zeros around the input (torch's pads take their value as a Scalar,
+    // which the stable calls cannot pass)
+    Tensor padded = torch::stable::new_empty(input, {is[0], is[1], ph, pw});
+    torch::stable::zero_(padded);
+    Tensor inner = narrowed(narrowed(padded, 2, kh - 1, H, fn), 3, kw - 1, W, fn);
+    torch::stable::copy_(inner, input);
+    input = padded;
   }
   const Tensor w =
       type[1] == 'c' ? aten("aten::flip", "", fn, kernel, std::vector<int64_t>{2, 3}) : kernel;
