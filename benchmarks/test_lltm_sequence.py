@@ -178,7 +178,11 @@ def test_lltm_sequence_packed(benchmark, impl, case):
 
 # Text generated one token at a time: B = 1, T = 1, 2 layers of S = F,
 # the state carried from call to call, under no_grad; the median is per
-# token, over 100 tokens back to back.
+# token, over 100 tokens back to back. A token costs tens of microseconds of
+# host time, so a benchmark of 30 rounds lasted about 0.15 s and its median
+# moved with the host's state: 1000 tokens of warm-up and 100 rounds (a
+# second or two a row at cuDNN's speed) give the steady state of a long
+# generation loop.
 GENERATE = [200, 650]
 TOKENS = 100
 
@@ -210,4 +214,4 @@ def test_lltm_sequence_generate(benchmark, impl, state):
     with torch.no_grad():
         for _ in range(10):
             token()
-        benchmark.pedantic(token, rounds=30, iterations=TOKENS, warmup_rounds=2)
+        benchmark.pedantic(token, rounds=100, iterations=TOKENS, warmup_rounds=10)
