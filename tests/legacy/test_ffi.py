@@ -645,16 +645,16 @@ def test_a_prototype_python_cannot_call_leaves_the_rest_built(tmp_path, workdir)
     header = (
         "int f(THFloatTensor *x);\n"
         "int sum_of(const int64_t *values, int64_t n);\n"
-        "int g(THFloatStorage *s);\n"
-        "THFloatTensor *make(int n);\n"
+        "int g(THFloatStorage **s);\n"
+        "char *make(int n);\n"
     )
     source = (
         "#include <TH/TH.h>\n"
         "int f(THFloatTensor *x) { return (int)THFloatTensor_nElement(x); }\n"
         "int sum_of(const int64_t *values, int64_t n) {\n"
         "  int64_t s = 0;\n  while (n--) s += values[n];\n  return (int)s;\n}\n"
-        "int g(THFloatStorage *s) { return (int)THFloatStorage_size(s); }\n"
-        "THFloatTensor *make(int n) { return THFloatTensor_newWithSize1d(n); }\n"
+        "int g(THFloatStorage **s) { return (int)THFloatStorage_size(*s); }\n"
+        "char *make(int n) { return NULL; }\n"
     )
     with pytest.warns(UserWarning) as caught:
         ext = _extension(tmp_path, header, source, verbose=False)
@@ -662,8 +662,8 @@ def test_a_prototype_python_cannot_call_leaves_the_rest_built(tmp_path, workdir)
     assert any(
         "parameter 1 of sum_of ('const int64_t *values') cannot be passed from Python" in r for r in reasons
     )
-    assert any("parameter 1 of g ('THFloatStorage *s') cannot be passed" in r for r in reasons)
-    assert any("make returns 'THFloatTensor *'" in r for r in reasons)
+    assert any("parameter 1 of g ('THFloatStorage **s') cannot be passed" in r for r in reasons)
+    assert any("make returns 'char *'" in r for r in reasons)
     module = _load(ext.build(), "fixture_unwrapped")
     assert module.f(torch.ones(2, 5)) == 10
     for name, what in (
@@ -674,6 +674,67 @@ def test_a_prototype_python_cannot_call_leaves_the_rest_built(tmp_path, workdir)
         with pytest.raises(TypeError, match=rf"{what}.*built the extension without a Python function for it"):
             getattr(module, name)(None, 1) if name == "sum_of" else getattr(module, name)(None)
     assert sorted(module.__all__) == ["f", "g", "make", "sum_of"]
+
+
+def test_storages_in_and_tensors_and_storages_out(tmp_path, workdir):
+    """As the old ffi wrapped them: a storage argument (``x.storage()``) reaches
+    the C code as TH's storage (data and size of all of it); a tensor or
+    storage the C function makes and returns (its new reference) comes back
+    as a torch tensor or ``TypedStorage`` (Fleuret's svrt: its generator
+    returns a THByteTensor, compress and uncompress a THByteStorage)."""
+    header = (
+        "THFloatTensor *scaled(THFloatTensor *x, float a);\n"
+        "THByteStorage *doubled(THByteStorage *s);\n"
+        "THFloatStorage *storage_of(THFloatTensor *t);\n"
+        "long size_of(const THDoubleStorage *s);\n"
+        "THFloatTensor *nothing(int n);\n"
+    )
+    source = (
+        "#include <TH/TH.h>\n"
+        "THFloatTensor *scaled(THFloatTensor *x, float a) {\n"
+        "  THFloatTensor *r =\n"
+        "      THFloatTensor_newWithSize2d(THFloatTensor_size(x, 0), THFloatTensor_size(x, 1));\n"
+        "  THFloatTensor_copy(r, x);\n  THFloatTensor_mul(r, r, a);\n  return r;\n}\n"
+        "THByteStorage *doubled(THByteStorage *s) {\n"
+        "  long i;\n  THByteStorage *r = THByteStorage_newWithSize(2 * s->size);\n"
+        "  for (i = 0; i < s->size; i++) r->data[2 * i] = r->data[2 * i + 1] = s->data[i];\n"
+        "  s->data[0] = 99;\n  return r;\n}\n"
+        "THFloatStorage *storage_of(THFloatTensor *t) {\n"
+        "  THFloatStorage *s = THFloatTensor_storage(t);\n  THFloatStorage_retain(s);\n  return s;\n}\n"
+        "long size_of(const THDoubleStorage *s) { return (long)s->size; }\n"
+        "THFloatTensor *nothing(int n) { return NULL; }\n"
+    )
+    m = _load(_extension(tmp_path, header, source, verbose=False).build(), "fixture_storages")
+    x = torch.randn(3, 4)
+    y = m.scaled(x, 2.5)
+    assert isinstance(y, torch.Tensor) and y.dtype == torch.float32 and torch.equal(y, x * 2.5)
+    assert y.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    b = torch.tensor([1, 2, 3], dtype=torch.uint8)
+    d = m.doubled(b.untyped_storage())
+    assert isinstance(d, torch.TypedStorage) and d.dtype == torch.uint8 and d.tolist() == [1, 1, 2, 2, 3, 3]
+    assert b.tolist() == [99, 2, 3]  # the C code wrote through the storage it was given
+    typed = torch.tensor([5, 6], dtype=torch.uint8)[1:].storage()  # the whole storage, from element 0
+    assert m.doubled(typed).tolist() == [5, 5, 6, 6]
+    t = torch.zeros(2, 3)[1]
+    s = m.storage_of(t)
+    assert isinstance(s, torch.TypedStorage) and s.size() == 6
+    s[4] = 7.0  # the tensor's own memory
+    assert t.tolist() == [0.0, 7.0, 0.0]
+    assert m.size_of(torch.zeros(5, dtype=torch.float64).untyped_storage()) == 5
+    assert m.size_of(torch.zeros(6, dtype=torch.float32).untyped_storage()) == 3  # its bytes as doubles
+    with pytest.raises(
+        ffi.ArgumentTypeError, match=r"^doubled: argument 1 \(s, THByteStorage\*\): expected a storage"
+    ):
+        m.doubled(b)
+    with pytest.raises(
+        ffi.ArgumentTypeError,
+        match=r"^size_of: argument 1 \(s, THDoubleStorage\*\): expected a cpu storage of float64, got a cpu "
+        r"storage of float32",
+    ):
+        m.size_of(torch.zeros(5).storage())
+    with pytest.raises(RuntimeError, match=r"^nothing returned NULL where it returns a tensor"):
+        m.nothing(1)
+    assert m.scaled(torch.ones(1, 1), 3.0).item() == 3.0  # and the module goes on working
 
 
 def test_unsupported_arguments_are_refused(tmp_path):

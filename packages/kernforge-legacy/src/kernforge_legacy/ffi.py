@@ -11,7 +11,8 @@ returns an object whose ``.build()`` compiles the C, C++ and CUDA sources (and
 :func:`include_dir`, into the package layout the old one made (``_ext.my_lib``
 becomes ``_ext/my_lib/__init__.py`` and ``_ext/my_lib/_my_lib.so`` next to the
 build script). ``from _ext import my_lib`` then gives the header's functions;
-they take torch tensors, ints and floats, and return the C function's int.
+they take torch tensors, storages, ints and floats, and return the C
+function's int (or float, or bool), or the tensor or storage it made.
 
 How: each prototype of the headers becomes a torch operator in a namespace of
 the extension's own, registered through PyTorch's stable C ABI, so an
@@ -237,21 +238,55 @@ _ARGUMENT_ERRORS = (
 )
 
 
-def legacy_function(op, name: str):
+def legacy_function(op, name: str, storages: dict[int, str] | None = None, returns_storage: bool = False):
     """The Python function an extension module exports for the op of the C
     function `name` (the op is its ``.op``): the op, with its argument errors raised as
     :class:`ArgumentTypeError` or :class:`ArgumentOverflowError` (each also a
-    RuntimeError); what the C code raises (THError, ...) passes unchanged."""
+    RuntimeError); what the C code raises (THError, ...) passes unchanged.
+    ``storages`` maps the index of each storage parameter (``THFloatStorage *``)
+    to its C type: a torch storage passed there reaches the op as a 1-D tensor
+    over all of it (a ``TypedStorage`` of its dtype, an ``UntypedStorage``'s
+    bytes as the C type's elements). With ``returns_storage`` the C function returns a storage,
+    which comes back as a ``torch.TypedStorage``, as the old ffi returned one."""
+    storages = storages or {}
+    params = op._schema.arguments
+    position = {p.name: i for i, p in enumerate(params)}
+
+    def as_tensor(i, value):
+        import torch
+
+        if value is None or i not in storages:
+            return value
+        if isinstance(value, torch.TypedStorage):
+            return torch.empty(0, dtype=value.dtype, device=value.device).set_(value._untyped_storage)
+        if isinstance(value, torch.UntypedStorage):  # its bytes as the C type's elements
+            dtype = getattr(torch, {**_CPU_STORAGES, **_CUDA_STORAGES}[storages[i]])
+            size = value.nbytes() // dtype.itemsize
+            return torch.empty(0, dtype=dtype, device=value.device).set_(value, 0, (size,))
+        raise ArgumentTypeError(
+            f"{name}: argument {i + 1} ({params[i].name}, {storages[i]}*): expected a storage "
+            f"(tensor.untyped_storage(), torch.FloatStorage(...)), got {type(value).__name__}"
+        )
 
     def call(*args, **kwargs):
+        if storages:
+            args = tuple(as_tensor(i, a) for i, a in enumerate(args))
+            kwargs = {k: as_tensor(position.get(k, -1), v) for k, v in kwargs.items()}
         try:
-            return op(*args, **kwargs)
+            result = op(*args, **kwargs)
         except RuntimeError as e:
             text = str(e)
             for pattern, error in _ARGUMENT_ERRORS:
                 if pattern.search(text):
                     raise error(text) from None
             raise
+        if returns_storage:
+            import torch
+
+            return torch.TypedStorage(
+                wrap_storage=result.untyped_storage(), dtype=result.dtype, _internal=True
+            )
+        return result
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"{op._schema}"
@@ -298,6 +333,11 @@ _CUDA_TENSORS = {
     "THCudaIntTensor": "int32", "THCudaLongTensor": "int64", "THCudaTensor": "float32",
     "THCudaDoubleTensor": "float64", "THCudaHalfTensor": "float16", "THCudaBFloat16Tensor": "bfloat16",
 }  # fmt: skip
+# Each tensor type's storage (THFloatStorage, THCudaStorage, ...), of its dtype.
+_CPU_STORAGES = {t.replace("Tensor", "Storage"): d for t, d in _CPU_TENSORS.items()}
+_CUDA_STORAGES = {t.replace("Tensor", "Storage"): d for t, d in _CUDA_TENSORS.items()}
+_CPU_HANDLES = {**_CPU_TENSORS, **_CPU_STORAGES}
+_CUDA_HANDLES = {**_CUDA_TENSORS, **_CUDA_STORAGES}
 # The setuptools Extension keywords the old create_extension passed on (through
 # cffi's set_source). The last four change nothing in a Linux build: the
 # library's symbols are not exported by list, SWIG is not involved, a failed
@@ -322,8 +362,12 @@ _SCHEMA_KEYWORDS = {
 class Param:
     c_type: str  # as written, without const: "THFloatTensor", "int", "unsigned long"
     name: str  # the C name, or argN when the prototype has none
-    is_tensor: bool
+    is_tensor: bool  # a handle: a tensor or a storage (passed as a tensor over all of it)
     is_const: bool
+
+    @property
+    def is_storage(self) -> bool:
+        return self.is_tensor and self.c_type.endswith("Storage")
 
     @property
     def schema_type(self) -> str:
@@ -341,9 +385,15 @@ class Param:
 @dataclass(frozen=True)
 class Prototype:
     name: str
-    returns: str  # "int", "float", "void", ... (a C type of _INT/_FLOAT/_BOOL_TYPES or void)
+    returns: str  # "int", "float", "void", ... (_INT/_FLOAT/_BOOL_TYPES or void), or "THFloatTensor *", ...
     params: tuple[Param, ...]
     header: str
+
+    @property
+    def returned_handle(self) -> str | None:
+        """The tensor or storage type the C function returns a new one of
+        (TH's new reference, the caller's), or None."""
+        return self.returns[:-2] if self.returns.endswith(" *") else None
 
     @property
     def schema(self) -> str:
@@ -357,7 +407,8 @@ class Prototype:
                 t = f"Tensor({_alias_name(i)}!)?"
             args.append(f"{t} {p.name}")
         ret = {"void": "()", **dict.fromkeys(_FLOAT_TYPES, "float"), **dict.fromkeys(_BOOL_TYPES, "bool")}
-        return f"{self.name}({', '.join(args)}) -> {ret.get(self.returns, 'int')}"
+        ret = "Tensor" if self.returned_handle else ret.get(self.returns, "int")
+        return f"{self.name}({', '.join(args)}) -> {ret}"
 
 
 def _alias_name(i: int) -> str:
@@ -371,8 +422,8 @@ def parse_header(
     """The function prototypes of a header that holds only those (as the old
     ``torch.utils.ffi`` required); comments and preprocessor lines are skipped.
     A prototype Python cannot call (a raw pointer parameter, a pointer
-    returned) raises ValueError, or with ``skipped`` given is appended to it
-    as (name, reason) and left out."""
+    returned other than a tensor's or a storage's) raises ValueError, or with
+    ``skipped`` given is appended to it as (name, reason) and left out."""
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
     text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
@@ -389,10 +440,20 @@ def parse_header(
             raise ValueError(f"{header}: cannot read {decl!r} as a function prototype")
         name, ret = m["name"], " ".join(m["ret"].replace("*", " * ").split())
         try:
-            if ret != "void" and ret not in _INT_TYPES | _FLOAT_TYPES | _BOOL_TYPES:
+            ret = " ".join(w for w in ret.split() if w not in ("const", "struct"))
+            handle = ret[:-2] if ret.endswith(" *") and ret.count("*") == 1 else None
+            if handle in _CUDA_HANDLES and not with_cuda:
+                raise ValueError(
+                    f"{header}: {name} returns a {handle} *, which needs "
+                    "create_extension(..., with_cuda=True)"
+                )
+            if handle not in _CPU_HANDLES | _CUDA_HANDLES and (
+                ret != "void" and ret not in _INT_TYPES | _FLOAT_TYPES | _BOOL_TYPES
+            ):
                 raise _Unwrappable(
                     f"{header}: {name} returns {ret!r}; an extension function may return void, an "
-                    "integer, float, double or bool (tensors are passed in and written in place)"
+                    "integer, float, double, bool, or a tensor or storage it made (THFloatTensor *, "
+                    "THByteStorage *, ...)"
                 )
             raw = m["params"].strip()
             pieces = [] if raw in ("", "void") else [p.strip() for p in raw.split(",")]
@@ -420,8 +481,8 @@ def _parse_param(text: str, index: int, fn: str, header: str, with_cuda: bool) -
     stars = tokens.count("*")
     unsupported = (
         f"{header}: parameter {index + 1} of {fn} ({text!r}) cannot be passed from Python: an "
-        "extension function takes tensor handles (THFloatTensor *, THCudaTensor *, ...), integers, "
-        "float, double and bool"
+        "extension function takes tensor and storage handles (THFloatTensor *, THCudaTensor *, "
+        "THByteStorage *, ...), integers, float, double and bool"
     )
     if stars > 1 or any(not re.fullmatch(r"[A-Za-z_]\w*|\*", t) for t in tokens):
         raise _Unwrappable(unsupported)
@@ -431,11 +492,11 @@ def _parse_param(text: str, index: int, fn: str, header: str, with_cuda: bool) -
         if len(base) != 1 or len(rest) > 1:
             raise _Unwrappable(unsupported)
         c_type, name = base[0], (rest[0] if rest else f"arg{index}")
-        if c_type in _CUDA_TENSORS and not with_cuda:
+        if c_type in _CUDA_HANDLES and not with_cuda:
             raise ValueError(
                 f"{header}: {fn} takes a {c_type} *, which needs create_extension(..., with_cuda=True)"
             )
-        if c_type not in _CPU_TENSORS and c_type not in _CUDA_TENSORS:
+        if c_type not in _CPU_HANDLES and c_type not in _CUDA_HANDLES:
             raise _Unwrappable(unsupported)
         return Param(c_type, name, is_tensor=True, is_const=is_const)
     if len(tokens) > 1 and tokens[-1] not in _TYPE_WORDS:
@@ -568,13 +629,14 @@ class Extension:
                 where = f'"{f.name}", {i + 1}, "{p.name}"'
                 if p.is_tensor:
                     sig.append(f"std::optional<Tensor> a{i}")
-                    args.append(f"kernforge_legacy::tensor_arg<{p.c_type}>(a{i}, {where})")
+                    kind = "storage_arg" if p.is_storage else "tensor_arg"
+                    args.append(f"kernforge_legacy::{kind}<{p.c_type}>(a{i}, {where})")
                 else:
                     boxed = {"float": "double", "bool": "bool"}.get(p.schema_type, "int64_t")
                     sig.append(f"{boxed} a{i}")
                     args.append(f'kernforge_legacy::scalar_arg<{p.c_type}>(a{i}, {where}, "{p.c_type}")')
             ret = {"void": "void", "float": "double", "double": "double", "bool": "bool"}.get(
-                f.returns, "int64_t"
+                f.returns, "Tensor" if f.returned_handle else "int64_t"
             )
             lines.append(f"{ret} op_{f.name}({', '.join(sig)}) {{")
             lines.append("  kernforge_legacy::CallScope scope;  // storages the call borrowed end with it")
@@ -582,6 +644,9 @@ class Extension:
             if self.with_cuda and tensors:
                 lines.append(f"  kernforge_legacy::DeviceGuard guard{{{', '.join(tensors)}}};")
             call = f"{f.name}({', '.join(args)})"
+            if f.returned_handle:  # the handle's reference, taken over by the returned tensor
+                storage = "true" if f.returned_handle.endswith("Storage") else "false"
+                call = f'Tensor(kernforge_legacy::returned_tensor({call}, {storage}, "{f.name}"))'
             lines += [f"  {'' if f.returns == 'void' else 'return '}{call};", "}", ""]
         lines += ["}  // namespace", "", f"STABLE_TORCH_LIBRARY({ns}, m) {{"]
         lines += [f'  m.def("{f.schema}");' for f in self.functions]
@@ -616,12 +681,23 @@ class Extension:
             "_torch.ops.load_library(next((p for p in _paths if _os.path.exists(p)), _paths[0]))",
             f"_ops = getattr(_torch.ops, {ns!r})",
             "",
-            *(f"{n} = _legacy_function(_ops.{n}.default, {n!r})" for n in names),
+            *(f"{f.name} = _legacy_function({', '.join(self._function_args(f))})" for f in self.functions),
             *(f"{n} = _unwrapped_function({n!r}, {reason!r})" for n, reason in self.unwrapped),
             "",
             f"__all__ = {names + [n for n, _ in self.unwrapped]!r}",
         ]
         return "\n".join(lines) + "\n"
+
+    @staticmethod
+    def _function_args(f: Prototype) -> list[str]:
+        """legacy_function's arguments for f, as Python source."""
+        args = [f"_ops.{f.name}.default", repr(f.name)]
+        storages = {i: p.c_type for i, p in enumerate(f.params) if p.is_storage}
+        if storages:
+            args.append(f"storages={storages!r}")
+        if f.returned_handle and f.returned_handle.endswith("Storage"):
+            args.append("returns_storage=True")
+        return args
 
     def _flags(self, runtime: Path, rpath: str) -> dict[str, list[str]]:
         """The compiler and linker flags of both builds: "defines" and

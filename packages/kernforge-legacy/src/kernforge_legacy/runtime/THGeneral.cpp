@@ -109,6 +109,23 @@ void* call_handle(AtenTensorHandle t) {
   return &box;
 }
 
+void* call_storage(AtenTensorHandle t, size_t element_size) {
+  return storage_view(call_handle(t), static_cast<int64_t>(element_size), "storage argument");
+}
+
+AtenTensorHandle returned_tensor(const void* h, bool storage, const char* fn) {
+  if (h == nullptr)
+    throw std::runtime_error(std::string(fn) + " returned NULL where it returns a " +
+                             (storage ? "storage" : "tensor"));
+  const Tensor t = storage ? storage_tensor(h, fn) : borrow(h);
+  AtenTensorHandle out;
+  check(aoti_torch_new_tensor_handle(t.get(), &out), fn);
+  // a tensor's `storage` field has no count of its own; anything else the
+  // C function returned is its reference, now the returned tensor's
+  if (!storage || static_cast<const StorageBox*>(h)->owner == nullptr) release(h);
+  return out;
+}
+
 }  // namespace kernforge_legacy
 
 extern "C" {

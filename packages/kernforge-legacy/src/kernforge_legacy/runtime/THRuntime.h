@@ -730,16 +730,18 @@ inline void resize_to(void* self, std::vector<int64_t> shape,
 // TH's T_storage: a 1-D view of the whole storage, from element 0; NULL for a
 // tensor without storage. Borrowed: released when the extension call ends
 // unless retained.
-template <class Real>
-void* storage_of(const void* t, const char* fn) {
+inline void* storage_view(const void* t, int64_t element_size, const char* fn) {
   int64_t nbytes;
   check(aoti_torch_get_storage_size(handle(t), &nbytes), fn);
   if (nbytes == 0) return nullptr;
-  const Tensor view =
-      view_of(t, {nbytes / static_cast<int64_t>(sizeof(Real))}, {1}, -storage_offset(t), fn);
+  const Tensor view = view_of(t, {nbytes / element_size}, {1}, -storage_offset(t), fn);
   void* h = hand_out(view, 0, true);
   call_storages.push_back(h);
   return h;
+}
+template <class Real>
+void* storage_of(const void* t, const char* fn) {
+  return storage_view(t, static_cast<int64_t>(sizeof(Real)), fn);
 }
 
 // TH's copy: element by element in order, between tensors of one number of elements.

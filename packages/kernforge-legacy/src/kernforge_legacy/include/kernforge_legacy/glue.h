@@ -12,6 +12,7 @@
 #include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/tensor.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -30,15 +31,21 @@ struct Handle;
   template <>                                                                       \
   struct Handle<T> {                                                                \
     static constexpr const char* pointer = #T "*";                                  \
+    static constexpr size_t element_size = sizeof(real);                            \
     static constexpr const char* dtype = #dtype_name;                               \
     static constexpr const char* device = #device_name;                             \
     static int32_t dtype_code() { return aoti_torch_dtype_##dtype_name(); }         \
     static int32_t device_code() { return aoti_torch_device_type_##device_name(); } \
   };
-#define KFL_CPU_HANDLE(T, S, real, dtype) KFL_HANDLE(T, real, dtype, cpu)
+// a tensor type and its storage type
+#define KFL_CPU_HANDLE(T, S, real, dtype) \
+  KFL_HANDLE(T, real, dtype, cpu)         \
+  KFL_HANDLE(S, real, dtype, cpu)
 TH_FORALL_CPU_TENSORS(KFL_CPU_HANDLE)
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
-#define KFL_CUDA_HANDLE(T, S, real, dtype) KFL_HANDLE(T, real, dtype, cuda)
+#define KFL_CUDA_HANDLE(T, S, real, dtype) \
+  KFL_HANDLE(T, real, dtype, cuda)         \
+  KFL_HANDLE(S, real, dtype, cuda)
 TH_FORALL_CUDA_TENSORS(KFL_CUDA_HANDLE)
 #endif
 
@@ -53,21 +60,51 @@ std::string describe(AtenTensorHandle t);
 // TH's fields (TH.h), which lives until the call ends (CallScope).
 void* call_handle(AtenTensorHandle t);
 
-// The tensor as the C parameter type T*, once its dtype and device match T;
-// None is NULL, as cffi passed it.
-template <class T>
-T* tensor_arg(const std::optional<torch::stable::Tensor>& arg, const char* fn, int index,
-              const char* param) {
+// The handle a C function gets for a storage argument (t: the storage as a
+// tensor over it): TH's T_storage of t, whose data and size are the whole
+// storage's, borrowed until the call ends.
+void* call_storage(AtenTensorHandle t, size_t element_size);
+
+// A tensor or storage handle a C function returned (a new one, the caller's
+// reference in TH): a new reference to its torch tensor (a storage's: 1-D
+// over all of it); the C function's reference is released. NULL raises,
+// naming the function.
+AtenTensorHandle returned_tensor(const void* h, bool storage, const char* fn);
+
+// t, once its dtype and device are those of the handle type H
+template <class H>
+const torch::stable::Tensor* checked_arg(const std::optional<torch::stable::Tensor>& arg,
+                                         const char* fn, int index, const char* param,
+                                         const char* what) {
   if (!arg) return nullptr;
   const torch::stable::Tensor& t = *arg;
   int32_t dtype, device;
   if (aoti_torch_get_dtype(t.get(), &dtype) != AOTI_TORCH_SUCCESS ||
       aoti_torch_get_device_type(t.get(), &device) != AOTI_TORCH_SUCCESS ||
-      dtype != Handle<T>::dtype_code() || device != Handle<T>::device_code())
-    bad_argument(fn, index, param, Handle<T>::pointer,
-                 std::string("expected a ") + Handle<T>::device + " tensor of " + Handle<T>::dtype +
-                     ", got a " + describe(t.get()));
-  return static_cast<T*>(call_handle(t.get()));
+      dtype != Handle<H>::dtype_code() || device != Handle<H>::device_code()) {
+    std::string got = describe(t.get());  // "cpu tensor of float32": a storage says so
+    got.replace(got.find("tensor"), 6, what);
+    bad_argument(fn, index, param, Handle<H>::pointer,
+                 std::string("expected a ") + Handle<H>::device + " " + what + " of " +
+                     Handle<H>::dtype + ", got a " + got);
+  }
+  return &t;
+}
+
+// The tensor as the C parameter type T*; None is NULL, as cffi passed it.
+template <class T>
+T* tensor_arg(const std::optional<torch::stable::Tensor>& arg, const char* fn, int index,
+              const char* param) {
+  const torch::stable::Tensor* t = checked_arg<T>(arg, fn, index, param, "tensor");
+  return t ? static_cast<T*>(call_handle(t->get())) : nullptr;
+}
+
+// A storage (as a tensor over it) as the C parameter type S*; None is NULL.
+template <class S>
+S* storage_arg(const std::optional<torch::stable::Tensor>& arg, const char* fn, int index,
+               const char* param) {
+  const torch::stable::Tensor* t = checked_arg<S>(arg, fn, index, param, "storage");
+  return t ? static_cast<S*>(call_storage(t->get(), Handle<S>::element_size)) : nullptr;
 }
 
 // A Python int (int64_t) or float (double) as the C parameter type C, if it fits.
