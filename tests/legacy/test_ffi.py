@@ -737,6 +737,43 @@ def test_storages_in_and_tensors_and_storages_out(tmp_path, workdir):
     assert m.scaled(torch.ones(1, 1), 3.0).item() == 3.0  # and the module goes on working
 
 
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_cuda_storages_in_and_tensors_and_storages_out(tmp_path, workdir):
+    """The same on CUDA: THC's storages and tensors, made in C and returned."""
+    header = (
+        "THCudaTensor *scaled(THCudaTensor *x, float a);\n"
+        "THCudaByteStorage *copied(THCudaByteStorage *s);\n"
+        "long size_of(const THCudaDoubleStorage *s);\n"
+    )
+    source = (
+        "#include <THC/THC.h>\nextern THCState *state;\n"
+        "THCudaTensor *scaled(THCudaTensor *x, float a) {\n"
+        "  THCudaTensor *r = THCudaTensor_newWithSize2d(state, THCudaTensor_size(state, x, 0),\n"
+        "                                               THCudaTensor_size(state, x, 1));\n"
+        "  THCudaTensor_copy(state, r, x);\n  THCudaTensor_mul(state, r, r, a);\n  return r;\n}\n"
+        "THCudaByteStorage *copied(THCudaByteStorage *s) {\n"
+        "  THCudaByteStorage *r = THCudaByteStorage_newWithSize(state, s->size);\n"
+        "  THCudaByteStorage_copy(state, r, s);\n  THCudaByteStorage_fill(state, s, 7);\n  return r;\n}\n"
+        "long size_of(const THCudaDoubleStorage *s) { return (long)s->size; }\n"
+    )
+    m = _load(
+        _extension(tmp_path, header, source, with_cuda=True, verbose=False).build(), "fixture_cuda_storages"
+    )
+    x = torch.randn(3, 4, device="cuda")
+    y = m.scaled(x, 2.5)
+    assert y.device.type == "cuda" and torch.equal(y, x * 2.5)
+    b = torch.tensor([1, 2, 3], dtype=torch.uint8, device="cuda")
+    c = m.copied(b.untyped_storage())
+    assert isinstance(c, torch.TypedStorage) and c.device.type == "cuda" and c.tolist() == [1, 2, 3]
+    assert b.tolist() == [7, 7, 7]
+    assert m.size_of(torch.zeros(5, dtype=torch.float64, device="cuda").untyped_storage()) == 5
+    with pytest.raises(
+        ffi.ArgumentTypeError, match=r"expected a cuda storage of float64, got a cpu storage of float64"
+    ):
+        m.size_of(torch.zeros(5, dtype=torch.float64).untyped_storage())
+
+
 def test_unsupported_arguments_are_refused(tmp_path):
     with pytest.raises(TypeError, match=r"unsupported argument\(s\) \['extra_cuda_cflags'\]"):
         _extension(tmp_path, "int f(int n);", "", extra_cuda_cflags=["-G"])
