@@ -806,6 +806,25 @@ def test_header_parsing():
     ]
 
 
+def test_header_parsing_of_storages_and_returned_handles():
+    protos = ffi.parse_header(
+        "THFloatTensor *make(int n);\n"
+        "struct THByteStorage *pack(const THByteStorage *s, THLongStorage *out);\n",
+        "h.h",
+        with_cuda=False,
+    )
+    assert [p.schema for p in protos] == [
+        "make(int n) -> Tensor",
+        "pack(Tensor? s, Tensor(b!)? out) -> Tensor",
+    ]
+    assert [p.returned_handle for p in protos] == ["THFloatTensor", "THByteStorage"]
+    assert [q.is_storage for q in protos[1].params] == [True, True]
+    with pytest.raises(
+        ValueError, match=r"f returns a THCudaTensor \*, which needs create_extension\(\.\.\., with_cuda"
+    ):
+        ffi.parse_header("THCudaTensor *f(int n);", "f.h", False)
+
+
 def test_parameters_named_like_a_schema_keyword_get_an_underscore():
     """`in`, `def`, `is` ... are C names but words of torch's schema language:
     as they were, registering the op ended the process at import."""
