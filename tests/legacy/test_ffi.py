@@ -278,6 +278,15 @@ def test_scalars_in_and_out(probe):
     assert probe.probe_size_t(2**40) == 2**40  # a 64-bit unsigned parameter
     with pytest.raises(RuntimeError, match=r"probe_size_t: argument 1 \(value, size_t\): -1 does not fit"):
         probe.probe_size_t(-1)
+    # beyond the op's int64, where torch's parser says "expected int, found int"
+    with pytest.raises(
+        ffi.ArgumentOverflowError, match=rf"^probe_size_t: argument 1 \(value\): {2**70} does not fit"
+    ):
+        probe.probe_size_t(2**70)
+    with pytest.raises(
+        ffi.ArgumentOverflowError, match=rf"^probe_narrow: argument 1 \(value\): {-(2**63) - 1} does"
+    ):
+        probe.probe_narrow(value=-(2**63) - 1)
 
 
 def test_const_tensors_are_not_mutable_in_the_schema(probe):

@@ -276,6 +276,12 @@ def legacy_function(op, name: str, storages: dict[int, str] | None = None, retur
             result = op(*args, **kwargs)
         except RuntimeError as e:
             text = str(e)
+            too_big = _beyond_int64(params, args, kwargs) if "found type 'int'" in text else None
+            if too_big:  # torch's parser says "expected int, found int"
+                i, value = too_big
+                raise ArgumentOverflowError(
+                    f"{name}: argument {i + 1} ({params[i].name}): {value} does not fit in int64"
+                ) from None
             for pattern, error in _ARGUMENT_ERRORS:
                 if pattern.search(text):
                     raise error(text) from None
@@ -292,6 +298,16 @@ def legacy_function(op, name: str, storages: dict[int, str] | None = None, retur
     call.__doc__ = f"{op._schema}"
     call.op = op  # the torch op itself (opcheck, torch.compile, its schema)
     return call
+
+
+def _beyond_int64(params, args, kwargs) -> tuple[int, int] | None:
+    """(index, value) of the first int argument beyond int64, which the op takes ints as."""
+    position = {p.name: i for i, p in enumerate(params)}
+    given = [*enumerate(args), *((position.get(k, -1), v) for k, v in kwargs.items())]
+    for i, value in given:
+        if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+            return i, value
+    return None
 
 
 def unwrapped_function(name: str, reason: str):
