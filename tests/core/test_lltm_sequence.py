@@ -727,6 +727,16 @@ def test_module_bad_arguments():
     message = "c_0 must be [num_directions * num_layers, batch, hidden_size] = [4, 3, 6], got [2, 3, 6]"
     with pytest.raises(ValueError, match=re.escape(message)):
         model(x, (torch.zeros(4, 3, 6), torch.zeros(2, 3, 6)))
+    for hx, got in (
+        (torch.zeros(4, 3, 6), "Tensor"),
+        ((torch.zeros(4, 3, 6),), "tuple (Tensor)"),
+        ([1, 2], "list (int, int)"),
+    ):
+        with pytest.raises(
+            TypeError,
+            match=re.escape(f"hx must be a tuple (h_0, c_0) of two tensors, as nn.LSTM's, got {got}"),
+        ):
+            model(x, hx)
     with pytest.raises(ValueError, match="input must be 2-D"):
         model(torch.randn(5))
     message = "input must have input_size = 4 features in its last dimension, got "

@@ -262,6 +262,14 @@ class LLTMSequence(nn.Module):
         if hx is None:
             return None, None
         shape = (len(self._suffixes()) * self.num_layers, batch, self.hidden_size)
+        pair = isinstance(hx, (tuple, list)) and len(hx) == 2
+        if not (pair and isinstance(hx[0], Tensor) and isinstance(hx[1], Tensor)):
+            got = type(hx).__name__
+            if isinstance(hx, (tuple, list)):
+                got += f" ({', '.join(type(t).__name__ for t in hx)})"
+            raise TypeError(
+                f"LLTMSequence: hx must be a tuple (h_0, c_0) of two tensors, as nn.LSTM's, got {got}"
+            )
         h0, c0 = hx
         if not batched:
             h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
