@@ -707,6 +707,35 @@ def test_module_unsorted_lengths_need_enforce_sorted_false():
         pack_sequence(seqs)
 
 
+def test_lstm_parameter_names_are_views_of_the_weights():
+    """Code written for nn.LSTM initializes its parameters by name: the
+    views write the LLTM's weight; named_parameters() stays the LLTM's own."""
+    model = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=True)
+    S = 6
+    assert model.weight_hh_l0.shape == (18, 6) and model.weight_ih_l0.shape == (18, 4)
+    assert model.weight_ih_l1_reverse.shape == (18, 12)
+    torch.nn.init.orthogonal_(model.weight_hh_l1_reverse)
+    torch.nn.init.constant_(model.weight_ih_l1_reverse, 0.25)
+    torch.nn.init.constant_(model.bias_ih_l0, -1.0)
+    w = model.weight_l1_reverse
+    q = w[:, :S]
+    assert torch.allclose(q.T @ q, torch.eye(S), atol=1e-5)  # orthogonal columns, in the weight itself
+    assert torch.equal(w[:, S:], torch.full((18, 12), 0.25))
+    assert torch.equal(model.bias_l0, torch.full((18,), -1.0))
+    assert sorted(n for n, _ in model.named_parameters())[:2] == ["bias_l0", "bias_l0_reverse"]
+    assert not any("_ih" in n or "_hh" in n for n, _ in model.named_parameters())
+    for missing in ("weight_hh_l2", "bias_hh_l0", "weight_xx_l0"):
+        with pytest.raises(AttributeError, match=missing):
+            getattr(model, missing)
+    unidirectional = kernforge.nn.LLTMSequence(4, 6, bias=False)
+    for missing in ("weight_hh_l0_reverse", "bias_ih_l0"):
+        with pytest.raises(AttributeError, match=missing):
+            getattr(unidirectional, missing)
+    assert unidirectional.proj_size == 0 and kernforge.nn.LLTMSequence(4, 6, proj_size=0).proj_size == 0
+    with pytest.raises(ValueError, match=r"proj_size must be 0 \(the LLTM has no projection\), got 3"):
+        kernforge.nn.LLTMSequence(4, 6, proj_size=3)
+
+
 def test_module_bad_arguments():
     with pytest.raises(ValueError, match="must be positive, got 4, 0 and 1"):
         kernforge.nn.LLTMSequence(4, 0)

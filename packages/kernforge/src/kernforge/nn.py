@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 import warnings
 
 import torch
@@ -112,13 +113,20 @@ class LLTMSequence(nn.Module):
         bidirectional: each layer also runs over the reversed sequence (D = 2
             directions, else 1), and its output is both directions' h side by
             side, ``[..., 2S]``.
+        proj_size: 0 only, as code written for ``nn.LSTM`` may pass it.
         device, dtype: of the parameters.
 
     Parameters ``weight_l{k} [3S, S + F_k]`` (F_0 = input_size, else D * S)
     and ``bias_l{k} [3S]``, with ``weight_l{k}_reverse`` and
     ``bias_l{k}_reverse`` for the reverse direction, uniform in
     ``(-1/sqrt(S), 1/sqrt(S))``: a trained :class:`LLTM` cell's ``weight``
-    and ``bias`` load into layer 0 unchanged.
+    and ``bias`` load into layer 0 unchanged. For code that initializes
+    ``nn.LSTM``'s parameters by name, ``weight_hh_l{k}[_reverse]`` and
+    ``weight_ih_l{k}[_reverse]`` are views of the weight's first S and last
+    F_k columns (``[3S, S]``, ``[3S, F_k]``: three gates, where the LSTM
+    has four), and ``bias_ih_l{k}[_reverse]`` is the bias; an in-place
+    ``nn.init`` on a view changes the weight. ``named_parameters()`` lists
+    only the weights and biases above.
 
     Shape:
         forward(input, hx=None) -> (output, (h_n, c_n)): input ``[T, B, F]``
@@ -146,10 +154,15 @@ class LLTMSequence(nn.Module):
         batch_first: bool = False,
         dropout: float = 0.0,
         bidirectional: bool = False,
+        proj_size: int = 0,
         device=None,
         dtype=None,
     ):
         super().__init__()
+        if proj_size != 0:
+            raise ValueError(
+                f"LLTMSequence: proj_size must be 0 (the LLTM has no projection), got {proj_size!r}"
+            )
         if input_size < 1 or hidden_size < 1 or num_layers < 1:
             raise ValueError(
                 "input_size, hidden_size and num_layers must be positive, got "
@@ -166,7 +179,7 @@ class LLTMSequence(nn.Module):
             )
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first = bias, batch_first
-        self.dropout, self.bidirectional = float(dropout), bidirectional
+        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, 0
         directions = 2 if bidirectional else 1
         kw = {"device": device, "dtype": dtype}
         self._names = self._parameter_names()
@@ -179,6 +192,25 @@ class LLTMSequence(nn.Module):
                     bias_name, nn.Parameter(torch.empty(3 * hidden_size, **kw)) if bias else None
                 )
         self.reset_parameters()
+
+    def __getattr__(self, name: str):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            alias = _LSTM_NAME.fullmatch(name)
+            if alias is None:
+                raise
+        kind, k, sfx = alias.group(1), int(alias.group(2)), alias.group(3) or ""
+        if (
+            k >= self.num_layers
+            or (sfx and not self.bidirectional)
+            or (kind.startswith("bias") and not self.bias)
+        ):
+            raise AttributeError(f"'LLTMSequence' object has no attribute '{name}'")
+        if kind == "bias_ih":
+            return self._parameters[f"bias_l{k}{sfx}"]
+        weight, S = self._parameters[f"weight_l{k}{sfx}"], self.hidden_size
+        return weight[:, :S] if kind == "weight_hh" else weight[:, S:]
 
     def _suffixes(self) -> tuple[str, ...]:
         return ("", "_reverse") if self.bidirectional else ("",)
@@ -350,6 +382,10 @@ class LLTMSequence(nn.Module):
         if self.bidirectional:
             text += ", bidirectional=True"
         return text
+
+
+# nn.LSTM's parameter names that LLTMSequence answers with views (no bias_hh: one bias)
+_LSTM_NAME = re.compile(r"(weight_ih|weight_hh|bias_ih)_l(\d+)(_reverse)?")
 
 
 def _reversed_rows(batch_sizes: Tensor, device: torch.device) -> Tensor:
