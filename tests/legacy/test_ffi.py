@@ -804,7 +804,9 @@ def test_header_parsing_refuses_or_sets_aside_what_python_cannot_call():
 def test_header_parsing():
     protos = ffi.parse_header(
         "/* exported */\n#ifndef X\nint a(THFloatTensor *x, const THIntTensor* idx, long n,\n"
-        "      double s);  // one\nvoid b(void);\nfloat c(unsigned int, THDoubleTensor *);\n#endif\n",
+        "      double s);  // one\nvoid b(void);\nfloat c(unsigned int, THDoubleTensor *);\n#endif\n"
+        "THFloatTensor *make(int n);\n"
+        "struct THByteStorage *pack(const THByteStorage *s, THLongStorage *out);\n",
         "h.h",
         with_cuda=False,
     )
@@ -812,22 +814,11 @@ def test_header_parsing():
         "a(Tensor(a!)? x, Tensor? idx, int n, float s) -> int",
         "b() -> ()",
         "c(int arg0, Tensor(b!)? arg1) -> float",
-    ]
-
-
-def test_header_parsing_of_storages_and_returned_handles():
-    protos = ffi.parse_header(
-        "THFloatTensor *make(int n);\n"
-        "struct THByteStorage *pack(const THByteStorage *s, THLongStorage *out);\n",
-        "h.h",
-        with_cuda=False,
-    )
-    assert [p.schema for p in protos] == [
-        "make(int n) -> Tensor",
+        "make(int n) -> Tensor",  # a tensor or storage the C function made
         "pack(Tensor? s, Tensor(b!)? out) -> Tensor",
     ]
-    assert [p.returned_handle for p in protos] == ["THFloatTensor", "THByteStorage"]
-    assert [q.is_storage for q in protos[1].params] == [True, True]
+    assert [p.returned_handle for p in protos] == [None, None, None, "THFloatTensor", "THByteStorage"]
+    assert [q.is_storage for q in protos[0].params + protos[4].params] == [False] * 4 + [True] * 2
     with pytest.raises(
         ValueError, match=r"f returns a THCudaTensor \*, which needs create_extension\(\.\.\., with_cuda"
     ):
