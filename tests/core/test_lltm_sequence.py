@@ -694,8 +694,9 @@ def test_module_pickles_whole(kept_names):
     x = random((3, 5, 4), torch.float64, "cpu", torch.Generator().manual_seed(103))
     expected = model.reference(x)
     if not kept_names:
-        del model.__dict__["_names"]
+        del model.__dict__["_names"], model.__dict__["proj_size"]
     loaded = pickle.loads(pickle.dumps(model))
+    assert loaded.proj_size == 0
     for got, want in zip(loaded(x), expected, strict=True):
         got, want = (got, want) if isinstance(got, Tensor) else (got[0], want[0])
         close(got, want, **TOL[torch.float64])

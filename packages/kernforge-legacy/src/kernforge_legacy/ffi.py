@@ -260,7 +260,7 @@ def legacy_function(op, name: str, storages: dict[int, str] | None = None, retur
         if isinstance(value, torch.TypedStorage):
             return torch.empty(0, dtype=value.dtype, device=value.device).set_(value._untyped_storage)
         if isinstance(value, torch.UntypedStorage):  # its bytes as the C type's elements
-            dtype = getattr(torch, {**_CPU_STORAGES, **_CUDA_STORAGES}[storages[i]])
+            dtype = getattr(torch, _STORAGE_DTYPES[storages[i]])
             size = value.nbytes() // dtype.itemsize
             return torch.empty(0, dtype=dtype, device=value.device).set_(value, 0, (size,))
         raise ArgumentTypeError(
@@ -354,6 +354,7 @@ _CPU_STORAGES = {t.replace("Tensor", "Storage"): d for t, d in _CPU_TENSORS.item
 _CUDA_STORAGES = {t.replace("Tensor", "Storage"): d for t, d in _CUDA_TENSORS.items()}
 _CPU_HANDLES = {**_CPU_TENSORS, **_CPU_STORAGES}
 _CUDA_HANDLES = {**_CUDA_TENSORS, **_CUDA_STORAGES}
+_STORAGE_DTYPES = {**_CPU_STORAGES, **_CUDA_STORAGES}
 # The setuptools Extension keywords the old create_extension passed on (through
 # cffi's set_source). The last four change nothing in a Linux build: the
 # library's symbols are not exported by list, SWIG is not involved, a failed

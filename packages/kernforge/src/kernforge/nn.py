@@ -223,10 +223,11 @@ class LLTMSequence(nn.Module):
         ]
 
     def __setstate__(self, state):
-        # a module pickled whole before the names were kept
+        # a module pickled whole before the names (and proj_size) were kept
         super().__setstate__(state)
         if "_names" not in self.__dict__:
             self._names = self._parameter_names()
+        self.__dict__.setdefault("proj_size", 0)
 
     def reset_parameters(self) -> None:
         bound = 1.0 / math.sqrt(self.hidden_size)
