@@ -178,7 +178,13 @@ struct CudaSequence {
       if constexpr (!std::is_same_v<scalar_t, double>) {
         by_layout(r.offsets, [&](auto packed) {
           constexpr bool P = decltype(packed)::value;
-          const auto make = [&](const cuda_seq::Plan& plan, bool) {
+          Tensor state;  // the packed grid's cells ([B, S] float), alive until the launch is queued
+          const auto make = [&](const cuda_seq::Plan& plan, bool cluster) {
+            if (P && !cluster)
+              state = torch::stable::empty(
+                  {r.batch, r.state}, ScalarType::Float, std::nullopt,
+                  torch::stable::Device(torch::headeronly::DeviceType::CUDA,
+                                        static_cast<torch::stable::DeviceIndex>(r.device)));
             return cuda_seq::ForwardArgs<scalar_t, P>{
                 plan.features > 0 ? nullptr : static_cast<const scalar_t*>(r.P),
                 static_cast<const scalar_t*>(r.x),
@@ -192,6 +198,7 @@ struct CudaSequence {
                 static_cast<scalar_t*>(r.h_n),
                 static_cast<float*>(r.cells),
                 r.offsets,
+                state.defined() ? static_cast<float*>(state.data_ptr()) : nullptr,
                 r.ldw,
                 static_cast<int>(r.steps),
                 static_cast<int>(r.batch),

@@ -14,9 +14,11 @@
 //                      g_{t-1} = grad_output_{t-1} + d_gates_t W_h  (its J columns)
 // The cell state and the recurrent gradients stay in float in the block.
 // A packed sequence runs step t on its first B_t rows only (offsets: step
-// t's rows are [offsets[t], offsets[t + 1]) of every [N, ...] tensor); a
-// row's cell stays in the block after its last step, and in the backward a
-// row joins at its own last step with grad_output alone as its g.
+// t's rows are [offsets[t], offsets[t + 1]) of every [N, ...] tensor). The
+// forward spreads each step's B_t rows evenly over the batch groups (the
+// first rows run the most steps: with fixed groups, the first group's full
+// share set every step's time), so its cells live in global memory; in the
+// backward a row joins at its own last step with grad_output alone as its g.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -217,12 +219,13 @@ __device__ inline Item item_of(const Plan& p) {
 }
 
 // acc[g][r] += sum_k ws[(g J + j) kp + k0 + k] vt[k][b0 + r] over k < n for
-// the thread's item (j, b0), each lane of the item taking every lanes-th k.
-template <int G>
+// the thread's item (j, b0), each lane of the item taking every lanes-th k:
+// Unroll values of k at once, or as the compiler chooses (0).
+template <int G, int Unroll = 0>
 __device__ inline void accumulate(const float* ws, const float* vt, int k0, int n, int batch,
                                   const Plan& p, const Item& it, float (&acc)[G][kRows]) {
   if (it.b0 >= batch) return;
-  for (int k = it.lane; k < n; k += p.lanes) {
+  const auto one_k = [&](int k) {
     const float4 h = *reinterpret_cast<const float4*>(vt + k * p.stride + it.b0);
 #pragma unroll
     for (int g = 0; g < G; ++g) {
@@ -232,6 +235,12 @@ __device__ inline void accumulate(const float* ws, const float* vt, int k0, int 
       acc[g][2] += w * h.z;
       acc[g][3] += w * h.w;
     }
+  };
+  if constexpr (Unroll > 0) {
+#pragma unroll Unroll
+    for (int k = it.lane; k < n; k += p.lanes) one_k(k);
+  } else {
+    for (int k = it.lane; k < n; k += p.lanes) one_k(k);
   }
 }
 
@@ -249,8 +258,8 @@ __device__ inline void reduce_lanes(const Plan& p, float (&acc)[G][kRows]) {
 // thread's item (j, b0), reduced over the item's lanes: every lane holds it.
 // v [batch, K] rows ldv apart, staged a chunk at a time. (K = S: a null v
 // with h0 absent is given K = 0, and x's columns then start at ws's K-th:
-// the grid forward passes K = S whenever it passes x.)
-template <int G, class scalar_t>
+// the grid forward passes K = S whenever it passes x.) Unroll: accumulate's.
+template <int G, int Unroll = 0, class scalar_t>
 __device__ inline void recurrent_product(const float* ws, float* vt, const scalar_t* v, int64_t ldv,
                                          int K, int batch, const Plan& p, const Item& it,
                                          float (&acc)[G][kRows], const scalar_t* x = nullptr,
@@ -264,7 +273,7 @@ __device__ inline void recurrent_product(const float* ws, float* vt, const scala
     __syncthreads();  // the previous chunk is consumed
     stage(vt, v, ldv, k0, n, batch, p);
     __syncthreads();
-    accumulate<G>(ws, vt, k0, n, batch, p, it, acc);
+    accumulate<G, Unroll>(ws, vt, k0, n, batch, p, it, acc);
   }
   // plus x [batch, F] (rows F apart) times ws's columns K.. (the forward's
   // input product, where the kernel makes it: plan.features = F)
@@ -273,7 +282,7 @@ __device__ inline void recurrent_product(const float* ws, float* vt, const scala
     __syncthreads();
     stage(vt, x, F, k0, n, batch, p);
     __syncthreads();
-    accumulate<G>(ws + K, vt, k0, n, batch, p, it, acc);
+    accumulate<G, Unroll>(ws + K, vt, k0, n, batch, p, it, acc);
   }
   reduce_lanes<G>(p, acc);
 }
@@ -317,6 +326,7 @@ struct ForwardArgs {
   scalar_t* h_n;                   // null, or [B, S]: each row's last h
   float* cells;                    // null with gates: nothing kept (inference)
   const int64_t* offsets;          // packed: T + 1 row offsets; null: step t from row t * batch
+  float* state;                    // packed grid: [B, S], each row's cell so far
   int64_t ldw;
   int T, batch, S;
   Plan plan;
@@ -480,62 +490,109 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
   extern __shared__ float4 smem4[];
   const Plan& p = a.plan;
   const int J = p.units, B = a.batch, S = a.S, RB = p.rows;
+  // pre's rows are RB + 1 floats apart: the items of a warp (one row, its J
+  // units) store their sums on distinct banks.
+  const int PB = RB + 1;
+  const int group = blockIdx.x / p.unit_groups, groups = gridDim.x / p.unit_groups;
   const int j0 = blockIdx.x % p.unit_groups * J, units = min(J, S - j0);
-  const int r0 = blockIdx.x / p.unit_groups * RB, R = min(RB, B - r0);
   float* ws = reinterpret_cast<float*>(smem4);  // [3J][kp]
   float* vt = ws + p.ws;                        // [chunk][stride]
-  float* pre = vt + p.chunk * p.stride;         // [3][J][RB]
-  float* c = pre + 3 * J * RB;                  // [J][RB]
+  float* pre = vt + p.chunk * p.stride;         // [3][J][RB + 1]
+  float* c = pre + 3 * J * PB;                  // [J][RB]: fixed length, the block's rows' cells
   // With plan.features = F (float, a short sequence), the block keeps its 3J
   // whole rows of W (K = S + F) and multiplies x_t itself: no GEMM makes P.
   const int F = std::is_same_v<scalar_t, float> ? p.features : 0;
   load_forward_weights(ws, a.W, a.ldw, S + F, S, j0, units, p);
-  for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
-    const int b = idx / units, j = idx - b * units;
-    c[j * RB + b] = a.c0 ? a.c0[(r0 + b) * S + j0 + j] : 0.0f;
-  }
+  // The block's rows at step t, [r0, r0 + rows): at fixed length its
+  // group's for good, their cells in c; packed, its group's share of the
+  // step's B_t rows, their cells in a.state.
+  const auto rows_at = [&](int t, int& r0) {
+    if (!P) {
+      r0 = group * RB;
+      return min(RB, B - r0);
+    }
+    const int Bt = step_rows(a, t);
+    const int share = ((Bt + groups - 1) / groups + kRows - 1) / kRows * kRows;
+    r0 = group * share;
+    return max(0, min(share, Bt - r0));
+  };
+  int r0 = 0;
+  const int R = rows_at(0, r0);
+  if (!P)
+    for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
+      const int b = idx / units, j = idx - b * units;
+      c[j * RB + b] = a.c0 ? a.c0[(r0 + b) * S + j0 + j] : 0.0f;
+    }
+  // Packed, row b's cell before step t: c0's (null: zeros) at step 0, else
+  // what step t - 1 left (written by whichever block had the row then).
+  const auto cell_before = [&](int t, int b, int s) {
+    if (t > 0) return __ldcg(a.state + b * S + s);
+    return a.c0 ? a.c0[b * S + s] : 0.0f;
+  };
   const Item it = item_of(p);
   const int lane = it.lane, jt = it.j, b0 = it.b0;
   // Elements idx = (b, j), j fastest. With one element a thread, its input
-  // loads before the recurrent product, so their latency hides behind it.
-  // Packed, step t runs on the block's rows below B_t (Rt of them).
-  const bool one = units * R <= static_cast<int>(blockDim.x);
-  const auto active = [&](int t) { return P ? max(0, min(R, step_rows(a, t) - r0)) : R; };
+  // (packed: and its cell) loads before the recurrent product, so their
+  // latency hides behind it.
+  const bool one = units * (P ? RB : R) <= static_cast<int>(blockDim.x);
+  // Packed, the product takes 4 values of k at once: its loads issue ahead
+  // of the products (the kernel took 392 us where it took 502 at (256, 128,
+  // 256), T <= 50, with the rows spread). At fixed length the compiler's
+  // choice: 4 made (32, 128, 256) 3% slower.
+  constexpr int kUnroll = P ? 4 : 0;
   auto grid = cooperative_groups::this_grid();
   for (int t = 0; t < a.T; ++t) {
-    const int Rt = active(t);
+    const int Rt = rows_at(t, r0);
     StepInput<scalar_t> next{};
-    if (one && static_cast<int>(threadIdx.x) < units * Rt)
-      step_input(a, t, r0 + threadIdx.x / units, j0 + threadIdx.x % units, next);
+    float next_cell = 0.0f;
+    if (one && static_cast<int>(threadIdx.x) < units * Rt) {
+      const int b = r0 + threadIdx.x / units, s = j0 + threadIdx.x % units;
+      step_input(a, t, b, s, next);
+      if (P) next_cell = cell_before(t, b, s);
+    }
     // A null h0 is zeros: no product at step 0.
     const scalar_t* h = t == 0 ? a.h0 : a.output + step_row(a, t - 1) * S;
     float acc[3][kRows];
     const scalar_t* x = F > 0 ? a.x + (step_row(a, t) + r0) * F : nullptr;
     if (x && !h) {  // x's columns start at S: a zero state's product over them
-      recurrent_product<3>(ws + S, vt, x, F, F, Rt, p, it, acc);
+      recurrent_product<3, kUnroll>(ws + S, vt, x, F, F, Rt, p, it, acc);
     } else {
-      recurrent_product<3>(ws, vt, h ? h + r0 * S : nullptr, S, h ? S : 0, Rt, p, it, acc, x, F);
+      recurrent_product<3, kUnroll>(ws, vt, h ? h + r0 * S : nullptr, S, h ? S : 0, Rt, p, it, acc,
+                                    x, F);
     }
     if (lane == 0 && b0 < Rt)
 #pragma unroll
       for (int g = 0; g < 3; ++g)
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
-          if (b0 + r < Rt) pre[(g * J + jt) * RB + b0 + r] = acc[g][r];
+          if (b0 + r < Rt) pre[(g * J + jt) * PB + b0 + r] = acc[g][r];
     __syncthreads();
     for (int idx = threadIdx.x; idx < units * Rt; idx += blockDim.x) {
-      const int b = idx / units, j = idx - b * units;
+      const int b = idx / units, j = idx - b * units, s = j0 + j;
       StepInput<scalar_t> in = next;
-      if (!one) step_input(a, t, r0 + b, j0 + j, in);
+      float cell = next_cell;
+      if (!one) {
+        step_input(a, t, r0 + b, s, in);
+        if (P) cell = cell_before(t, r0 + b, s);
+      }
+      if (!P) cell = c[j * RB + b];
       const ForwardElement e =
-          gate_forward<scalar_t>(in[0] + pre[j * RB + b], in[1] + pre[(J + j) * RB + b],
-                                 in[2] + pre[(2 * J + j) * RB + b], c[j * RB + b]);
-      store_forward(a, t, r0 + b, j0 + j, e);
-      c[j * RB + b] = e.c;
+          gate_forward<scalar_t>(in[0] + pre[j * PB + b], in[1] + pre[(J + j) * PB + b],
+                                 in[2] + pre[(2 * J + j) * PB + b], cell);
+      store_forward(a, t, r0 + b, s, e);
+      if (P) {
+        a.state[(r0 + b) * S + s] = e.c;
+        if (t == a.T - 1 || r0 + b >= step_rows(a, t + 1))  // the row's last step
+          a.c_n[(r0 + b) * S + s] = static_cast<scalar_t>(e.c);
+      } else {
+        c[j * RB + b] = e.c;
+      }
     }
     if (t + 1 < a.T) grid.sync();
   }
-  // Each row's cell at its own last step.
+  if (P) return;
+  // Each row's cell at the last step.
+  r0 = group * RB;
   for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units;
     a.c_n[(r0 + b) * S + j0 + j] = static_cast<scalar_t>(c[j * RB + b]);
@@ -660,7 +717,9 @@ inline bool layout(int64_t J, int64_t rows, int64_t K, bool backward, Plan& p, i
 // Floats of a block's per-unit state: pre and c forward; dh and dc backward,
 // and the mbarrier of its bulk copies (16 bytes).
 __host__ __device__ inline int64_t state_floats(const Plan& p, bool backward) {
-  return (backward ? 2 : 4) * static_cast<int64_t>(p.units) * p.rows + (backward ? 4 : 0);
+  const int64_t J = p.units;
+  // forward: pre [3][J][rows + 1] and c [J][rows], a multiple of 4 floats
+  return backward ? 2 * J * p.rows + 4 : (J * (4 * p.rows + 3) + 3) / 4 * 4;
 }
 
 // The plan for a direction (K = S forward, 3S backward), or blocks = 0
