@@ -399,12 +399,12 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
     return empty(x, s.data(), static_cast<int64_t>(s.size()),
                  cells_of && cell != dtype ? aoti_torch_dtype_float32() : -1);
   };
-  const Tensor output = into.output.defined() ? into.output : make(S, false);
   Tensor gates = keep ? make(3 * S, false) : Tensor();
-  Tensor cells = keep ? make(S, true) : Tensor();
-  Tensor c_n = into.c_n.defined() ? into.c_n : empty(x, {B, S});
-  const Tensor& h_n = into.h_n;
-  if (B * S == 0) return {output, c_n, gates, cells};
+  if (B * S == 0) {
+    const Tensor output = into.output.defined() ? into.output : make(S, false);
+    return {output, into.c_n.defined() ? into.c_n : empty(x, {B, S}), gates,
+            keep ? make(S, true) : Tensor()};
+  }
   // An absent h0 or c0 is zeros: no tensor, no step-0 recurrent GEMM.
   const Tensor xc = detail::contiguous(x), bc = detail::contiguous(b);
   const Tensor h0c = h0 ? detail::contiguous(*h0) : Tensor();
@@ -412,7 +412,6 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
   const void* h0_ptr = h0c.defined() ? h0c.data_ptr() : nullptr;
   const void* c0_ptr = c0c.defined() ? c0c.data_ptr() : nullptr;
   const Tensor Wc = detail::contiguous(W);
-  const Tensor index = packed_index(x, st, false);
   SeqRecurrence recurrence{nullptr,
                            xc.data_ptr(),
                            bc.data_ptr(),
@@ -420,11 +419,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
                            h0_ptr,
                            c0_ptr,
                            keep ? gates.data_ptr() : nullptr,
-                           keep ? cells.data_ptr() : nullptr,
-                           output.data_ptr(),
-                           c_n.data_ptr(),
-                           h_n.defined() ? h_n.data_ptr() : nullptr,
-                           packed ? static_cast<const int64_t*>(index.data_ptr()) : nullptr,
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           nullptr,
                            S + F,
                            F,
                            T,
@@ -436,7 +435,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
   const bool projected = Backend::projects_input(recurrence);
   // P [N, 3S]; pre_t is P_t after its addmm. F = 0: P is zeros. Where the
   // backend's gate passes read an element's three values of pre_t before
-  // they write its gates (Backend::kGatesOverPre), P is gates' storage.
+  // they write its gates (Backend::kGatesOverPre), P is gates' storage. Its
+  // GEMM is queued first: the device runs it while the host makes the rest.
   Tensor P;
   if (!projected) {
     P = keep && Backend::kGatesOverPre ? rows(gates, 0, N, 3 * S)
@@ -448,6 +448,16 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
       torch::stable::zero_(P);
     recurrence.P = P.data_ptr();
   }
+  const Tensor output = into.output.defined() ? into.output : make(S, false);
+  Tensor cells = keep ? make(S, true) : Tensor();
+  Tensor c_n = into.c_n.defined() ? into.c_n : empty(x, {B, S});
+  const Tensor& h_n = into.h_n;
+  const Tensor index = packed_index(x, st, false);
+  recurrence.cells = keep ? cells.data_ptr() : nullptr;
+  recurrence.output = output.data_ptr();
+  recurrence.c_n = c_n.data_ptr();
+  recurrence.h_n = h_n.defined() ? h_n.data_ptr() : nullptr;
+  recurrence.offsets = packed ? static_cast<const int64_t*>(index.data_ptr()) : nullptr;
   const bool whole = Backend::recurrence(recurrence);
   if (whole) return {output, c_n, gates, cells};
   if (projected)
