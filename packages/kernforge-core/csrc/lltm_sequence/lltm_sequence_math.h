@@ -412,6 +412,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
   const void* h0_ptr = h0c.defined() ? h0c.data_ptr() : nullptr;
   const void* c0_ptr = c0c.defined() ? c0c.data_ptr() : nullptr;
   const Tensor Wc = detail::contiguous(W);
+  // cells, output, c_n, h_n and the packed offsets are set after P's GEMM is queued.
   SeqRecurrence recurrence{nullptr,
                            xc.data_ptr(),
                            bc.data_ptr(),
