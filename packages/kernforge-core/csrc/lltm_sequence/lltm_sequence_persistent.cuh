@@ -12,7 +12,8 @@
 //                      -> gates_t, c_t, h_t = output_t  (its J columns)
 //   backward, step t:  d_gates_t, d_c from g_t, d_c    (its J units)
 //                      g_{t-1} = grad_output_{t-1} + d_gates_t W_h  (its J columns)
-// The cell state and the recurrent gradients stay in float in the block.
+// The cell state and the recurrent gradients stay in float, in the block
+// (but for the packed forward's cells, below).
 // A packed sequence runs step t on its first B_t rows only (offsets: step
 // t's rows are [offsets[t], offsets[t + 1]) of every [N, ...] tensor). The
 // forward spreads each step's B_t rows evenly over the batch groups (the
@@ -535,10 +536,9 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
   // (packed: and its cell) loads before the recurrent product, so their
   // latency hides behind it.
   const bool one = units * (P ? RB : R) <= static_cast<int>(blockDim.x);
-  // Packed, the product takes 4 values of k at once: its loads issue ahead
-  // of the products (the kernel took 392 us where it took 502 at (256, 128,
-  // 256), T <= 50, with the rows spread). At fixed length the compiler's
-  // choice: 4 made (32, 128, 256) 3% slower.
+  // Packed, the product takes 4 values of k at once, so that the next
+  // values' loads issue ahead of this one's products. At fixed length the
+  // compiler's choice stays: 4 there made (32, 128, 256) 3% slower.
   constexpr int kUnroll = P ? 4 : 0;
   auto grid = cooperative_groups::this_grid();
   for (int t = 0; t < a.T; ++t) {
