@@ -466,6 +466,25 @@ def test_compiler_errors_surface_with_the_compilers_message(tmp_path, workdir):
         ext.build()
 
 
+def test_missing_extra_objects_and_sources_are_named(tmp_path, workdir):
+    """longcw/yolo2-pytorch's build.py links the .cu.o that its make.sh makes
+    with nvcc; run alone, the build must say which file is missing."""
+    ext = _extension(
+        tmp_path,
+        "int f(THFloatTensor *x);",
+        "#include <TH/TH.h>\nint f(THFloatTensor *x) { return 1; }\n",
+        extra_objects=["src/kernel.cu.o"],
+    )
+    with pytest.raises(
+        ffi.BuildError,
+        match=r"building f: not found: extra_objects \S*src/kernel\.cu\.o \(a 2017 make\.sh compiled",
+    ):
+        ext.build()
+    (tmp_path / "f.c").unlink()
+    with pytest.raises(ffi.BuildError, match=r"not found: sources \S*f\.c; extra_objects \S*kernel\.cu\.o"):
+        ext.build()
+
+
 def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, workdir):
     """A build that calls TH functions kernforge-legacy lacks fails with a
     message naming each one and the sources that call it (TH/THC ones apart

@@ -600,6 +600,7 @@ class Extension:
         Raises :class:`BuildError` with the compiler's output on failure.
         The TH/THC functions come from the runtime library
         (:func:`runtime_library`, or `runtime`), which is not compiled again."""
+        self._check_inputs_exist()
         target = self.target_dir(Path(base_path) if base_path else None)
         ns = self.namespace(target)
         build_dir = _build_root() / ns
@@ -622,6 +623,23 @@ class Extension:
         shutil.copyfile(build_dir / so, tmp)
         os.replace(tmp, target / so)  # a copy already loaded in this process keeps its file
         return target
+
+    def _check_inputs_exist(self) -> None:
+        """BuildError naming each source or extra object that is not there
+        (ninja would say only "missing and no known rule to make it")."""
+        missing = [
+            f"{kind} {path}"
+            for kind, paths in (("sources", self.sources), ("extra_objects", self.extra_objects))
+            for path in paths
+            if not Path(path).exists()
+        ]
+        if missing:
+            hint = (
+                " (a 2017 make.sh compiled the .cu files into the extra objects with nvcc first)"
+                if any(m.startswith("extra_objects") for m in missing)
+                else ""
+            )
+            raise BuildError(f"building {self.name}: not found: " + "; ".join(missing) + hint)
 
     def _ops_source(self, ns: str) -> str:
         # The header's functions have C linkage, with language="c++" too: cffi
