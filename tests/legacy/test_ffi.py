@@ -152,11 +152,24 @@ def test_my_lib_checks_tensor_types(my_lib):
     ) as raised:
         my_lib.my_lib_add_forward(a, a.double(), a.new())
     assert isinstance(raised.value, TypeError) and isinstance(raised.value, RuntimeError)
+    # the schema parser's errors, in the function's own words (not the op's namespace)
     with pytest.raises(
-        TypeError,
-        match=r"Expected a value of type 'Optional\[Tensor\]' for argument 'input2'",
+        ffi.ArgumentTypeError,
+        match=r"^my_lib_add_forward: argument 2 \(input2\): expected a tensor \(or None for NULL\), "
+        r"got float$",
     ):
         my_lib.my_lib_add_forward(a, 1.0, a.new())
+    wrong_kind = ffi.ArgumentTypeError
+    with pytest.raises(wrong_kind, match=r"argument 1 \(input1\): expected a tensor .*, got ndarray"):
+        my_lib.my_lib_add_forward(a.numpy(), a, a.new())
+    with pytest.raises(
+        ffi.ArgumentTypeError, match=r"^my_lib_add_forward\(input1, input2, output\) takes 3 arguments, got 2"
+    ):
+        my_lib.my_lib_add_forward(a, a)
+    with pytest.raises(ffi.ArgumentTypeError, match=r"takes 3 arguments, got 4$"):
+        my_lib.my_lib_add_forward(a, a, a.new(), a)
+    with pytest.raises(ffi.ArgumentTypeError, match=r"got an unexpected keyword argument 'out'$"):
+        my_lib.my_lib_add_forward(a, a, out=a.new())
     assert my_lib.my_lib_add_forward.__name__ == "my_lib_add_forward"
 
 
@@ -287,6 +300,11 @@ def test_scalars_in_and_out(probe):
         ffi.ArgumentOverflowError, match=rf"^probe_narrow: argument 1 \(value\): {-(2**63) - 1} does"
     ):
         probe.probe_narrow(value=-(2**63) - 1)
+    wrong_kind = ffi.ArgumentTypeError
+    with pytest.raises(wrong_kind, match=r"^probe_narrow: argument 1 \(value\): expected an int, got float"):
+        probe.probe_narrow(2.5)
+    with pytest.raises(wrong_kind, match=r"^probe_sum: argument 2 \(\w+\): expected a number, got str"):
+        probe.probe_sum(x, "0.5")
 
 
 def test_const_tensors_are_not_mutable_in_the_schema(probe):

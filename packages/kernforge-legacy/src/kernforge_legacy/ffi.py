@@ -233,9 +233,34 @@ class ArgumentOverflowError(OverflowError, RuntimeError):
 
 _ARGUMENT_ERRORS = (
     (re.compile(r"^\w+: argument \d+ \([^)]*\): expected a "), ArgumentTypeError),
-    (re.compile(r"Expected a value of type '[^']*' for argument"), ArgumentTypeError),
     (re.compile(r"^\w+: argument \d+ \([^)]*\): -?\d+ does not fit"), ArgumentOverflowError),
 )
+
+# torch's schema parser, on arguments of the wrong kind or number; its text
+# names the op by its generated namespace, which legacy_function replaces.
+_WRONG_KIND = re.compile(
+    r"Expected a value of type '([^']*)' for argument '(\w+)' but instead found type '([^']*)'"
+)
+_WRONG_COUNT = re.compile(r"expected at most \d+ argument\(s\)|is missing value for argument")
+_KINDS = {"Optional[Tensor]": "a tensor (or None for NULL)", "int": "an int", "float": "a number"}
+
+
+def _parser_error(name: str, params, args, kwargs, text: str) -> ArgumentTypeError | None:
+    """The legacy function's own words for a schema parser error, or None."""
+    names = [p.name for p in params]
+    signature = f"{name}({', '.join(names)})"
+    unknown = [k for k in kwargs if k not in names]
+    if unknown:
+        return ArgumentTypeError(f"{signature} got an unexpected keyword argument {unknown[0]!r}")
+    wrong = _WRONG_KIND.search(text)
+    if wrong:
+        kind, arg, got = wrong.groups()
+        where = f"argument {names.index(arg) + 1} ({arg})" if arg in names else f"argument {arg}"
+        return ArgumentTypeError(f"{name}: {where}: expected {_KINDS.get(kind, kind)}, got {got}")
+    if _WRONG_COUNT.search(text):
+        given = len(args) + len(kwargs)
+        return ArgumentTypeError(f"{signature} takes {len(names)} arguments, got {given}")
+    return None
 
 
 def legacy_function(op, name: str, storages: dict[int, str] | None = None, returns_storage: bool = False):
@@ -282,6 +307,9 @@ def legacy_function(op, name: str, storages: dict[int, str] | None = None, retur
                 raise ArgumentOverflowError(
                     f"{name}: argument {i + 1} ({params[i].name}): {value} does not fit in int64"
                 ) from None
+            clear = _parser_error(name, params, args, kwargs, text)
+            if clear is not None:
+                raise clear from None
             for pattern, error in _ARGUMENT_ERRORS:
                 if pattern.search(text):
                     raise error(text) from None
