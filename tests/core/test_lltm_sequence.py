@@ -954,7 +954,9 @@ def test_packed_makes_one_call_per_layer_and_direction(device):
     with _KernforgeCalls() as calls:
         out, (h_n, c_n) = model(pack_sequence(seqs, enforce_sorted=False))
         (out.data.sum() + h_n.sum() + c_n.sum()).backward()
-    assert calls.names == ["lltm_sequence_forward"] * 4 + ["lltm_sequence_backward"] * 4
+    assert calls.names == (
+        ["packed_reversed_rows"] + ["lltm_sequence_forward"] * 4 + ["lltm_sequence_backward"] * 4
+    )
 
 
 class _KernforgeCalls(TorchDispatchMode):
@@ -1015,6 +1017,51 @@ def test_packed_opcheck(device):
     for args in ((x, W, b, h0, c0, sizes), (x, W, b, None, None, sizes)):
         torch.library.opcheck(torch.ops.kernforge.lltm_sequence_forward.default, args)
         torch.library.opcheck(torch.ops.kernforge.lltm_sequence_inference.default, args)
+
+
+@pytest.mark.parametrize("lengths", [[1], [4, 4, 4], [7, 5, 5, 2, 1, 1], [3, 9, 1, 6, 6, 2, 8]], ids=str)
+def test_packed_reversed_rows_reverse_each_sequence(device, lengths):
+    # Gathering by the order reverses every sequence within its own length
+    # (pad_packed_sequence of the result against each sequence flipped); the
+    # order is its own inverse and equals the pure-PyTorch reference's.
+    gen = torch.Generator().manual_seed(99)
+    seqs = [random((n, 3), torch.float32, device, gen) for n in lengths]
+    packed = pack_sequence(seqs, enforce_sorted=False)
+    for sizes in (packed.batch_sizes, packed.batch_sizes.tolist()):
+        order = kernforge.functional.packed_reversed_rows(packed.data, sizes)
+        assert order.dtype == torch.int64 and order.device == packed.data.device
+        assert torch.equal(order, reference.packed_reversed_rows(packed.data, sizes))
+        assert torch.equal(order[order], torch.arange(len(order), device=device))
+        flipped = packed._replace(data=packed.data.index_select(0, order))
+        padded, got = pad_packed_sequence(flipped)
+        assert got.tolist() == lengths
+        for i, s in enumerate(seqs):
+            assert torch.equal(padded[: len(s), i], s.flip(0)), i
+
+
+def test_packed_reversed_rows_bad_arguments():
+    # Named before anything is made, in eager and under fake tensors.
+    op = torch.ops.kernforge.packed_reversed_rows
+    cases = [
+        ((_t(8, 2), [3, 4, 1]), _ORDER + "4 at step 1 after 3"),
+        ((_t(8, 2), [3, 3, 1]), "batch_sizes sum to 7 rows, but x has 8, got x: [8, 2] float32 cpu"),
+        ((_t(8, 2), []), "batch_sizes must have at least one step, got []"),
+        ((_t(8), [4, 4]), "x must be 2-D [sum(batch_sizes), input_size] with batch_sizes, got x: [8]"),
+    ]  # fmt: skip
+    for (x, sizes), message in cases:
+        expected = re.escape("kernforge::packed_reversed_rows: " + message)
+        with pytest.raises(RuntimeError, match=expected):
+            kernforge.functional.packed_reversed_rows(x, sizes)
+        mode = FakeTensorMode()
+        with mode, pytest.raises(RuntimeError, match=expected):
+            op(mode.from_tensor(x), sizes)
+    with pytest.raises(TypeError, match=re.escape("packed_reversed_rows: x must be a Tensor, got list")):
+        kernforge.functional.packed_reversed_rows([1.0, 2.0], [2])
+
+
+def test_packed_reversed_rows_opcheck(device):
+    x = _t(9, 2).to(device)
+    torch.library.opcheck(torch.ops.kernforge.packed_reversed_rows.default, (x, [4, 3, 2]))
 
 
 # ----------------------------------------------------------------------------- layers, generation

@@ -47,6 +47,9 @@ STABLE_TORCH_LIBRARY(kernforge, m) {
       "lltm_sequence_backward(Tensor? grad_output, Tensor? grad_cn, Tensor x, Tensor W, "
       "Tensor? h0, Tensor output, Tensor cells, Tensor gates, bool[5] output_mask, "
       "int[]? batch_sizes=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
+  // packed_reversed_rows: the row order (int64 [N], on x's device) that
+  // reverses each sequence of packed x [N, ...] within its own length.
+  m.def("packed_reversed_rows(Tensor x, int[] batch_sizes) -> Tensor");
 }
 
 // `import kernforge_core._C` loads this library, which registers the ops above;

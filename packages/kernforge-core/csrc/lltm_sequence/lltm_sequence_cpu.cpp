@@ -89,4 +89,5 @@ STABLE_TORCH_LIBRARY_IMPL(kernforge, CPU, m) {
          TORCH_BOX(&kernforge::lltm_sequence_backward<kernforge::CpuSequence>));
   m.impl("lltm_sequence_layers_inference",
          TORCH_BOX(&kernforge::lltm_sequence_layers_inference<kernforge::CpuSequence>));
+  m.impl("packed_reversed_rows", TORCH_BOX(&kernforge::packed_reversed_rows));
 }

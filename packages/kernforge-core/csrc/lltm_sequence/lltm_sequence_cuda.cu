@@ -300,4 +300,5 @@ STABLE_TORCH_LIBRARY_IMPL(kernforge, CUDA, m) {
          TORCH_BOX(&kernforge::lltm_sequence_backward<kernforge::CudaSequence>));
   m.impl("lltm_sequence_layers_inference",
          TORCH_BOX(&kernforge::lltm_sequence_layers_inference<kernforge::CudaSequence>));
+  m.impl("packed_reversed_rows", TORCH_BOX(&kernforge::packed_reversed_rows));
 }

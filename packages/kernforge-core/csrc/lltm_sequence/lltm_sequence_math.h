@@ -281,6 +281,14 @@ Tensor index_rows(Fn index_op, const Tensor& src, const Tensor& index) {
   return Tensor(out);
 }
 
+// Each packed row's last step, the last t with B_t > b: rows [B_{t+1}, B_t) end at t.
+inline std::vector<int64_t> last_steps(const SeqSteps& st) {
+  std::vector<int64_t> last(st.batch);
+  for (int64_t t = 0; t < st.steps; ++t)
+    for (int64_t b = t + 1 < st.steps ? st.rows(t + 1) : 0; b < st.rows(t); ++b) last[b] = t;
+  return last;
+}
+
 // Packed: the index tensor the kernels and gathers read, on x's device:
 // the T + 1 offsets, then `rows` (each row's last step in the forward, its
 // h_{t-1}'s row in the backward); else undefined.
@@ -288,11 +296,8 @@ inline Tensor packed_index(const Tensor& x, const SeqSteps& st, bool backward) {
   if (!st.packed()) return Tensor();
   std::vector<int64_t> v(st.offsets);
   if (!backward) {
-    // Row b's last step is the last t with B_t > b: rows [B_{t+1}, B_t) end at t.
-    v.resize(v.size() + st.batch);
-    for (int64_t t = 0; t < st.steps; ++t)
-      for (int64_t b = t + 1 < st.steps ? st.rows(t + 1) : 0; b < st.rows(t); ++b)
-        v[st.steps + 1 + b] = st.offset(t) + b;
+    const std::vector<int64_t> last = last_steps(st);
+    for (int64_t b = 0; b < st.batch; ++b) v.push_back(st.offset(last[b]) + b);
   } else {
     for (int64_t t = 1; t < st.steps; ++t)
       for (int64_t b = 0; b < st.rows(t); ++b) v.push_back(st.offset(t - 1) + b);
@@ -760,6 +765,22 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   if (need_c0)
     d_c0_out = B * S > 0 ? seq::as_dtype(d_c0, dtype) : torch::stable::new_zeros(x, {B, S});
   return {d_x, d_W, d_b, d_h0, d_c0_out};
+}
+
+// The row order that reverses every sequence of packed x [N, ...] within its
+// own length, for the reverse direction of a bidirectional layer: row (t, b)
+// takes row (L_b - 1 - t, b), L_b the length of sequence b. The reversed
+// sequences pack to the same batch_sizes, so the order is its own inverse.
+// int64 [N] on x's device, made on the host (on CUDA, copied from pinned
+// memory without waiting for the device).
+inline Tensor packed_reversed_rows(const Tensor& x, std::vector<int64_t> batch_sizes) {
+  const SeqSteps st = seq::steps_of("packed_reversed_rows", x,
+                                    std::optional<std::vector<int64_t>>(std::move(batch_sizes)));
+  const std::vector<int64_t> last = seq::last_steps(st);
+  std::vector<int64_t> order(st.total);
+  for (int64_t t = 0; t < st.steps; ++t)
+    for (int64_t b = 0; b < st.rows(t); ++b) order[st.offset(t) + b] = st.offset(last[b] - t) + b;
+  return seq::device_ints(x, order);
 }
 
 }  // namespace kernforge

@@ -659,6 +659,38 @@ def _(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_s
     return tuple(x.new_empty(s if m else (0,)) for s, m in zip(shapes, output_mask, strict=True))
 
 
+def packed_reversed_rows(x: Tensor, batch_sizes: Tensor | list[int]) -> Tensor:
+    """The row order that reverses every sequence of packed data within its
+    own length: what the reverse direction of a bidirectional layer runs on.
+
+    Args:
+        x: ``[N, ...]``, a ``torch.nn.utils.rnn.PackedSequence``'s data (only
+            its device and N are read).
+        batch_sizes: the PackedSequence's ``batch_sizes`` (1-D integer CPU
+            tensor, or ints: positive, non-increasing, summing to N).
+
+    Returns:
+        int64 ``[N]`` on x's device: ``x.index_select(0, order)`` is the
+        packed data of each sequence reversed, with the same batch_sizes
+        (row (t, b) takes row (L_b - 1 - t, b), L_b the length of sequence
+        b). The order is its own inverse. It is made on the host in one call
+        (on CUDA, copied from pinned memory without waiting for the device).
+
+    Raises:
+        RuntimeError: naming the argument, for bad ``batch_sizes`` or an x
+            that is not 2-D.
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"kernforge::packed_reversed_rows: x must be a Tensor, got {type(x).__name__}")
+    return _ops.packed_reversed_rows.default(x.detach(), _checks.batch_sizes_list(batch_sizes))
+
+
+@torch.library.register_fake("kernforge::packed_reversed_rows")
+def _(x, batch_sizes):
+    _checks.sequence_steps("packed_reversed_rows", x, batch_sizes)
+    return x.new_empty((x.shape[0],), dtype=torch.int64)
+
+
 # ----------------------------------------------------------------------------- lltm_sequence_layers
 
 

@@ -41,6 +41,7 @@ fused_relu_add = _impl.fused_relu_add
 lltm = _impl.lltm
 lltm_sequence = _impl.lltm_sequence
 lltm_sequence_layers = _impl.lltm_sequence_layers
+packed_reversed_rows = _impl.packed_reversed_rows
 round_ste = _legacy.round_ste
 
 __all__ = [
@@ -51,5 +52,6 @@ __all__ = [
     "lltm_sequence",
     "lltm_sequence_layers",
     "mul",
+    "packed_reversed_rows",
     "round_ste",
 ]

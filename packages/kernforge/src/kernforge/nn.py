@@ -358,7 +358,7 @@ class LLTMSequence(nn.Module):
         h0, c0 = self._state(hx, sizes[0], True)
         if packed.sorted_indices is not None and h0 is not None:
             h0, c0 = h0.index_select(1, packed.sorted_indices), c0.index_select(1, packed.sorted_indices)
-        order = _reversed_rows(packed.batch_sizes, packed.data.device) if self.bidirectional else None
+        order = impl.packed_reversed_rows(packed.data, sizes) if self.bidirectional else None
         output, h_n, c_n = self._run(impl, packed.data, h0, c0, (sizes, order))
         if packed.unsorted_indices is not None:
             h_n, c_n = (
@@ -387,20 +387,6 @@ class LLTMSequence(nn.Module):
 
 # nn.LSTM's parameter names that LLTMSequence answers with views (no bias_hh: one bias)
 _LSTM_NAME = re.compile(r"(weight_ih|weight_hh|bias_ih)_l(\d+)(_reverse)?")
-
-
-def _reversed_rows(batch_sizes: Tensor, device: torch.device) -> Tensor:
-    """The row order that reverses every sequence of packed data within its
-    own length (row (t, b) to row (L_b - 1 - t, b)), on `device`: the
-    reversed sequences pack to the same batch_sizes, and the order is its
-    own inverse."""
-    sizes = batch_sizes.to(torch.int64)
-    offsets = torch.cumsum(sizes, 0) - sizes
-    lengths = (sizes.unsqueeze(1) > torch.arange(int(sizes[0]))).sum(0)
-    t, b = (torch.arange(len(sizes)).unsqueeze(1) < lengths).nonzero(as_tuple=True)
-    order = offsets[lengths[b] - 1 - t] + b
-    # pinned, so that the copy does not wait for the device
-    return order.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else order.to(device)
 
 
 class _ReorderRows(torch.autograd.Function):

@@ -73,6 +73,16 @@ def lltm_sequence(
     return (output.transpose(0, 1) if batch_first else output), (h, c)
 
 
+def packed_reversed_rows(x: Tensor, batch_sizes) -> Tensor:
+    """The row order that reverses every sequence of packed x within its own
+    length, in plain PyTorch (see :func:`kernforge.functional.packed_reversed_rows`)."""
+    sizes = torch.as_tensor([int(n) for n in batch_sizes], dtype=torch.int64)
+    offsets = torch.cumsum(sizes, 0) - sizes
+    lengths = (sizes.unsqueeze(1) > torch.arange(int(sizes[0]))).sum(0)
+    t, b = (torch.arange(len(sizes)).unsqueeze(1) < lengths).nonzero(as_tuple=True)
+    return (offsets[lengths[b] - 1 - t] + b).to(x.device)
+
+
 def lltm_sequence_layers(x: Tensor, weights, biases, h0: Tensor | None = None, c0: Tensor | None = None):
     """Layers of :func:`lltm_sequence` in plain PyTorch, layer k > 0 taking
     layer k - 1's output: ``(output, (h_n, c_n))``, h_n and c_n ``[L, B, S]``
