@@ -48,7 +48,7 @@ STABLE_TORCH_LIBRARY(kernforge, m) {
       "Tensor? h0, Tensor output, Tensor cells, Tensor gates, bool[5] output_mask, "
       "int[]? batch_sizes=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
   // packed_reversed_rows: the row order (int64 [N], on x's device) that
-  // reverses each sequence of packed x [N, ...] within its own length.
+  // reverses each sequence of packed x [N, F] within its own length.
   m.def("packed_reversed_rows(Tensor x, int[] batch_sizes) -> Tensor");
 }
 

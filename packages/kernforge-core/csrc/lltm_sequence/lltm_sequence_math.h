@@ -767,7 +767,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   return {d_x, d_W, d_b, d_h0, d_c0_out};
 }
 
-// The row order that reverses every sequence of packed x [N, ...] within its
+// The row order that reverses every sequence of packed x [N, F] within its
 // own length, for the reverse direction of a bidirectional layer: row (t, b)
 // takes row (L_b - 1 - t, b), L_b the length of sequence b. The reversed
 // sequences pack to the same batch_sizes, so the order is its own inverse.

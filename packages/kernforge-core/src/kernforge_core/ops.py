@@ -664,7 +664,7 @@ def packed_reversed_rows(x: Tensor, batch_sizes: Tensor | list[int]) -> Tensor:
     own length: what the reverse direction of a bidirectional layer runs on.
 
     Args:
-        x: ``[N, ...]``, a ``torch.nn.utils.rnn.PackedSequence``'s data (only
+        x: ``[N, F]``, a ``torch.nn.utils.rnn.PackedSequence``'s data (only
             its device and N are read).
         batch_sizes: the PackedSequence's ``batch_sizes`` (1-D integer CPU
             tensor, or ints: positive, non-increasing, summing to N).
