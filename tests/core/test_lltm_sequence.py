@@ -184,10 +184,11 @@ def test_inference_equals_the_forward(device, dtype, size, state):
     steps, batch, _, hidden = size
     with torch.no_grad():
         out, c_n, _, _ = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
-        _poison(device, (steps, batch, hidden), (batch, hidden))
-        inf_out, inf_c_n = torch.ops.kernforge.lltm_sequence_inference(x, W, b, h0, c0)
-    assert inf_out.shape == out.shape and inf_c_n.shape == c_n.shape
+        _poison(device, (steps, batch, hidden), (batch, hidden), (batch, hidden))
+        inf_out, inf_h_n, inf_c_n = torch.ops.kernforge.lltm_sequence_inference(x, W, b, h0, c0)
+    assert inf_out.shape == out.shape and inf_h_n.shape == inf_c_n.shape == c_n.shape
     assert torch.equal(inf_out, out)
+    assert torch.equal(inf_h_n, out[-1])
     assert torch.equal(inf_c_n, c_n)
 
 
@@ -947,16 +948,20 @@ def test_module_packed_sequences_equal_each_run_alone(device, layers, enforce_so
 
 def test_packed_makes_one_call_per_layer_and_direction(device):
     # 16 sequences of 16 distinct lengths, 2 bidirectional layers: 4 forward
-    # and 4 backward op calls, whatever the lengths.
+    # and 4 backward op calls, whatever the lengths (and the rows of the
+    # reverse direction's order, once; h_n's rows, once a call). Under
+    # no_grad, 4 inference calls, which make h_n themselves.
     gen = torch.Generator().manual_seed(95)
     model = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=True, device=device)
     seqs = [random((n, 4), torch.float32, device, gen) for n in range(1, 17)]
     with _KernforgeCalls() as calls:
         out, (h_n, c_n) = model(pack_sequence(seqs, enforce_sorted=False))
         (out.data.sum() + h_n.sum() + c_n.sum()).backward()
-    assert calls.names == (
-        ["packed_reversed_rows"] + ["lltm_sequence_forward"] * 4 + ["lltm_sequence_backward"] * 4
-    )
+    forward = ["lltm_sequence_forward", "packed_reversed_rows"]
+    assert calls.names == ["packed_reversed_rows"] + forward * 4 + ["lltm_sequence_backward"] * 4
+    with _KernforgeCalls() as calls, torch.no_grad():
+        model(pack_sequence(seqs, enforce_sorted=False))
+    assert calls.names == ["packed_reversed_rows"] + ["lltm_sequence_inference"] * 4
 
 
 class _KernforgeCalls(TorchDispatchMode):

@@ -32,10 +32,11 @@ STABLE_TORCH_LIBRARY(kernforge, m) {
       "lltm_sequence_forward(Tensor x, Tensor W, Tensor b, Tensor? h0, Tensor? c0, "
       "int[]? batch_sizes=None) -> (Tensor, Tensor, Tensor, Tensor)");
   // lltm_sequence_inference: the forward with no backward to come, (output,
-  // c_n), keeping neither gates nor cells.
+  // h_n, c_n), keeping neither gates nor cells; h_n [B, S] is each row's h
+  // at its own last step.
   m.def(
       "lltm_sequence_inference(Tensor x, Tensor W, Tensor b, Tensor? h0, Tensor? c0, "
-      "int[]? batch_sizes=None) -> (Tensor, Tensor)");
+      "int[]? batch_sizes=None) -> (Tensor, Tensor, Tensor)");
   // lltm_sequence_layers_inference: layers upon layers in one call, for
   // inference and generation: (output of the last layer [T, B, S], h_n
   // [L, B, S], c_n [L, B, S]) from weights and biases one per layer, h0

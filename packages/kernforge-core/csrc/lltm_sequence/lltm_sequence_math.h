@@ -376,16 +376,23 @@ inline SeqSteps check_backward(const Tensor* grad_output, const Tensor* grad_cn,
 // Where a forward writes what the caller has storage for (contiguous, of
 // the output's, c_n's and h_n's shapes; P: scratch of N * 3S elements or
 // more for an inference's input projection); each undefined one is made,
-// h_n not at all.
+// h_n only with make_h_n (h_n [B, S]: each row's h at its own last step,
+// written by the recurrence).
 struct SeqInto {
   Tensor output, c_n, h_n, P;
+  bool make_h_n = false;
+};
+
+// What a forward made: h_n where asked for (SeqInto), gates and cells where kept.
+struct SeqOut {
+  Tensor output, h_n, c_n, gates, cells;
 };
 
 template <class Backend>
-std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
-    const Tensor& x, const Tensor& W, const Tensor& b, const std::optional<Tensor>& h0,
-    const std::optional<Tensor>& c0, const std::optional<std::vector<int64_t>>& batch_sizes,
-    bool keep, const SeqInto& into = {}) {
+SeqOut forward(const Tensor& x, const Tensor& W, const Tensor& b, const std::optional<Tensor>& h0,
+               const std::optional<Tensor>& c0,
+               const std::optional<std::vector<int64_t>>& batch_sizes, bool keep,
+               const SeqInto& into = {}) {
   const auto checked = check(x, W, b, h0 ? &*h0 : nullptr, c0 ? &*c0 : nullptr, batch_sizes);
   const ScalarType dtype = checked.first;
   const SeqSteps& st = checked.second;
@@ -404,10 +411,14 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
     return empty(x, s.data(), static_cast<int64_t>(s.size()),
                  cells_of && cell != dtype ? aoti_torch_dtype_float32() : -1);
   };
+  // c_n, and h_n where asked for: the caller's storage, else made [B, S].
+  const auto final_state = [&](const Tensor& given, bool wanted) {
+    return given.defined() || !wanted ? given : empty(x, {B, S});
+  };
   Tensor gates = keep ? make(3 * S, false) : Tensor();
   if (B * S == 0) {
     const Tensor output = into.output.defined() ? into.output : make(S, false);
-    return {output, into.c_n.defined() ? into.c_n : empty(x, {B, S}), gates,
+    return {output, final_state(into.h_n, into.make_h_n), final_state(into.c_n, true), gates,
             keep ? make(S, true) : Tensor()};
   }
   // An absent h0 or c0 is zeros: no tensor, no step-0 recurrent GEMM.
@@ -456,8 +467,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
   }
   const Tensor output = into.output.defined() ? into.output : make(S, false);
   Tensor cells = keep ? make(S, true) : Tensor();
-  Tensor c_n = into.c_n.defined() ? into.c_n : empty(x, {B, S});
-  const Tensor& h_n = into.h_n;
+  Tensor c_n = final_state(into.c_n, true), h_n = final_state(into.h_n, into.make_h_n);
   const Tensor index = packed_index(x, st, false);
   recurrence.cells = keep ? cells.data_ptr() : nullptr;
   recurrence.output = output.data_ptr();
@@ -465,7 +475,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
   recurrence.h_n = h_n.defined() ? h_n.data_ptr() : nullptr;
   recurrence.offsets = packed ? static_cast<const int64_t*>(index.data_ptr()) : nullptr;
   const bool whole = Backend::recurrence(recurrence);
-  if (whole) return {output, c_n, gates, cells};
+  if (whole) return {output, h_n, c_n, gates, cells};
   if (projected)
     throw std::runtime_error("kernforge::lltm_sequence: the recurrence did not run as planned");
   // Stepping. Without keep, step t's gates go over P_t (kGatesOverPre) or
@@ -500,15 +510,13 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> forward(
   if (packed) {
     torch::stable::copy_(c_n, Backend::index_rows(rows(cells, 0, N, S), packed_rows(index, st)));
     if (h_n.defined())
-      torch::stable::copy_(const_cast<Tensor&>(h_n),
-                           Backend::index_rows(rows(output, 0, N, S), packed_rows(index, st)));
+      torch::stable::copy_(h_n, Backend::index_rows(rows(output, 0, N, S), packed_rows(index, st)));
   } else {
     torch::stable::copy_(c_n, rows(cells, cell_row(T - 1), B, S));
-    if (h_n.defined())
-      torch::stable::copy_(const_cast<Tensor&>(h_n), rows(output, st.offset(T - 1), B, S));
+    if (h_n.defined()) torch::stable::copy_(h_n, rows(output, st.offset(T - 1), B, S));
   }
   if (!keep) gates = cells = Tensor();
-  return {output, c_n, gates, cells};
+  return {output, h_n, c_n, gates, cells};
 }
 
 }  // namespace seq
@@ -518,16 +526,20 @@ template <class Backend>
 std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(
     const Tensor& x, const Tensor& W, const Tensor& b, const std::optional<Tensor>& h0,
     const std::optional<Tensor>& c0, std::optional<std::vector<int64_t>> batch_sizes) {
-  return seq::forward<Backend>(x, W, b, h0, c0, batch_sizes, true);
+  seq::SeqOut out = seq::forward<Backend>(x, W, b, h0, c0, batch_sizes, true);
+  return {out.output, out.c_n, out.gates, out.cells};
 }
 
-// The forward without a backward to come: (output, c_n), nothing kept.
+// The forward without a backward to come: (output, h_n, c_n), nothing kept;
+// the recurrence writes h_n, each row's h at its own last step.
 template <class Backend>
-std::tuple<Tensor, Tensor> lltm_sequence_inference(
+std::tuple<Tensor, Tensor, Tensor> lltm_sequence_inference(
     const Tensor& x, const Tensor& W, const Tensor& b, const std::optional<Tensor>& h0,
     const std::optional<Tensor>& c0, std::optional<std::vector<int64_t>> batch_sizes) {
-  const auto out = seq::forward<Backend>(x, W, b, h0, c0, batch_sizes, false);
-  return {std::get<0>(out), std::get<1>(out)};
+  seq::SeqInto into;
+  into.make_h_n = true;
+  seq::SeqOut out = seq::forward<Backend>(x, W, b, h0, c0, batch_sizes, false, into);
+  return {out.output, out.h_n, out.c_n};
 }
 
 // Layers of the LLTM over x [T, B, F] without a backward to come (layer

@@ -170,18 +170,6 @@ def sequence_steps(op: str, x, batch_sizes) -> tuple[int, int, int]:
     return len(batch_sizes), batch_sizes[0], total
 
 
-def last_rows(batch_sizes: list[int]) -> list[int]:
-    """Each sequence's row at its own last step in packed data: the rows
-    [batch_sizes[t + 1], batch_sizes[t]) end at step t."""
-    last = [0] * batch_sizes[0]
-    offset = 0
-    for t, n in enumerate(batch_sizes):
-        for b in range(batch_sizes[t + 1] if t + 1 < len(batch_sizes) else 0, n):
-            last[b] = offset + b
-        offset += n
-    return last
-
-
 def lltm_sequence(x, W, b, h0, c0, steps: bool = True, batch_sizes=None) -> None:
     """x [T, B, F] (T >= 1 with ``steps``; packed: [N, F] with batch_sizes),
     W [3S, S+F], b [3S], h0 and c0 [B, S] or None (zeros); mirrors seq::check."""

@@ -504,7 +504,8 @@ def lltm_sequence(
 
     Gradients flow to x, weight, bias, h0 and c0, each computed only when it
     is needed. Where none can flow (``torch.no_grad()``, or no input needing
-    one), nothing is kept for a backward: output and c_n are all it makes.
+    one), nothing is kept for a backward: output, h_n and c_n are all it
+    makes, h_n written by the recurrence itself.
     The input projection of all steps is one GEMM (on CUDA, small float
     sequences with up to 64 features make it inside their recurrent kernel);
     each step runs the recurrent GEMM and one fused gate pass (on CUDA, at a
@@ -549,8 +550,8 @@ def lltm_sequence(
         h0 = xs.new_zeros((batch, state)) if h0 is None else h0
         c0 = xs.new_zeros((batch, state)) if c0 is None else c0
         return (output.transpose(0, 1) if batch_first else output), (h0, c0)
-    output, c_n = _lltm_sequence_call(xs, weight, bias, h0, c0, None)
-    h_n = output[-1]
+    output, h_n, c_n = _lltm_sequence_call(xs, weight, bias, h0, c0, None)
+    h_n = output[-1] if h_n is None else h_n
     return (output.transpose(0, 1) if batch_first else output), (h_n, c_n)
 
 
@@ -561,8 +562,10 @@ def _autocast(*tensors):
 
 
 def _lltm_sequence_call(x, weight, bias, h0, c0, batch_sizes):
-    """(output, c_n) of the forward op, with autograd where a gradient can flow
-    (an absent h0 or c0 goes to the op as None: zeros, with no tensor made)."""
+    """(output, h_n, c_n) of the forward op, with autograd where a gradient
+    can flow, h_n then None (the caller takes it from output); else of the
+    inference op (an absent h0 or c0 goes to the op as None: zeros, with no
+    tensor made)."""
     grad = torch.is_grad_enabled() and (
         x.requires_grad
         or weight.requires_grad
@@ -572,7 +575,7 @@ def _lltm_sequence_call(x, weight, bias, h0, c0, batch_sizes):
     )
     if grad or torch.compiler.is_compiling():
         output, c_n, _, _ = _with_autograd("lltm_sequence_forward", x, weight, bias, h0, c0, batch_sizes)
-        return output, c_n
+        return output, None, c_n
     # No backward to come: the op that keeps no gates or cells for one.
     with _below_autograd():
         return _ops.lltm_sequence_inference.default(x, weight, bias, h0, c0, batch_sizes)
@@ -584,18 +587,12 @@ def _lltm_sequence_packed(x, weight, bias, h0, c0, sizes: list[int]):
     arguments (and the fake kernel under tracing), as for fixed length."""
     if torch._C._is_any_autocast_enabled() and torch.is_autocast_enabled(x.device.type):
         x, weight, bias, h0, c0 = _autocast(x, weight, bias, h0, c0)
-    output, c_n = _lltm_sequence_call(x, weight, bias, h0, c0, sizes)
-    last = _index_on(x.device, _checks.last_rows(sizes))
-    return output, (output.index_select(0, last), c_n)
-
-
-def _index_on(device: torch.device, values) -> Tensor:
-    """An int64 index on `device`; on CUDA copied from pinned memory without
-    waiting for the device (a copy from pageable memory synchronizes)."""
-    index = torch.as_tensor(values, dtype=torch.int64)
-    if device.type != "cuda":
-        return index.to(device)
-    return index.pin_memory().to(device, non_blocking=True)
+    output, h_n, c_n = _lltm_sequence_call(x, weight, bias, h0, c0, sizes)
+    if h_n is None:
+        # The reversing order's first row of each sequence is its last row.
+        last = _ops.packed_reversed_rows.default(x.detach(), sizes)[: sizes[0]]
+        h_n = output.index_select(0, last)
+    return output, (h_n, c_n)
 
 
 def _cell_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -625,7 +622,11 @@ def _(x, W, b, h0, c0, batch_sizes=None):
     _checks.lltm_sequence(x, W, b, h0, c0, batch_sizes=batch_sizes)
     batch = batch_sizes[0] if batch_sizes is not None else x.shape[1]
     state = W.shape[0] // 3
-    return x.new_empty(_sequence_shape(x, batch_sizes, state)), x.new_empty((batch, state))
+    return (
+        x.new_empty(_sequence_shape(x, batch_sizes, state)),
+        x.new_empty((batch, state)),
+        x.new_empty((batch, state)),
+    )
 
 
 def _lltm_sequence_setup(ctx, inputs, output):
