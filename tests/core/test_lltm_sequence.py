@@ -1122,6 +1122,23 @@ def test_layers_bad_arguments():
                *[a if a is None else mode.from_tensor(a) for a in args[3:]])  # fmt: skip
 
 
+def test_layers_bad_later_layer_of_a_token(device):
+    # A token's layers (on CUDA launched straight from pointers, with no
+    # driver per layer) are checked as the driver checks them: a bad layer
+    # past the first names its argument.
+    x, h = _t(1, 2, 3).to(device), _t(2, 2, 4).to(device)
+    W0, b = _t(12, 7).to(device), _t(12).to(device)
+    op = torch.ops.kernforge.lltm_sequence_layers_inference
+    cases = [
+        ([W0, W0], [b, b], "weight must be [3 * hidden_size, hidden_size + input_size] = [12, 8]"),
+        ([W0, _t(12, 8).to(device)], [b, _t(9).to(device)], "bias must be [3 * hidden_size] = [12]"),
+        ([W0, _t(12, 8, dtype=torch.float64).to(device)], [b, b], "weight: [12, 8] float64"),
+    ]
+    for weights, biases, message in cases:
+        with pytest.raises(RuntimeError, match=re.escape(message)):
+            op(x, weights, biases, h, h.clone())
+
+
 def test_layers_opcheck(device):
     gen = torch.Generator().manual_seed(115)
     x = random((3, 2, 4), torch.float64, device, gen)
@@ -1153,6 +1170,45 @@ def test_generation_token_by_token_equals_the_whole_sequence(device, layers):
     close(state[0], h_n, **TOL[torch.float64])
     close(state[1], c_n, **TOL[torch.float64])
     close(whole, model.reference(x, hx)[0], **TOL[torch.float64])
+
+
+def _token_kernels(fn):
+    """The token kernels that fn() launches, by name."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return [n.split("<")[0].split("::")[-1] for n in names if "token_" in n]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize(
+    "layers, hidden, launches",
+    [(2, 200, ["token_layers_kernel"]),  # one cooperative launch
+     (5, 64, ["token_layers_kernel", "token_forward_kernel"]),  # four layers a launch at most
+     (2, None, ["token_forward_kernel"] * 2)],  # more blocks than one wave holds
+    ids=["2-layers", "5-layers", "beyond-a-wave"],
+)  # fmt: skip
+def test_token_layers_launches(layers, hidden, launches):
+    # A token's layers in as few launches as fit, equal bit for bit to the
+    # layers one by one (the same per-layer arithmetic).
+    if hidden is None:
+        hidden = 16 * torch.cuda.get_device_properties(0).multi_processor_count + 8
+    gen = torch.Generator(device="cuda").manual_seed(121)
+    x = torch.randn(1, 2, hidden, device="cuda", generator=gen)
+    weights = [torch.randn(3 * hidden, 2 * hidden, device="cuda", generator=gen) / hidden
+               for _ in range(layers)]  # fmt: skip
+    biases = [torch.randn(3 * hidden, device="cuda", generator=gen) for _ in range(layers)]
+    h0, c0 = (torch.randn(layers, 2, hidden, device="cuda", generator=gen) for _ in range(2))
+    op = torch.ops.kernforge.lltm_sequence_layers_inference
+    result = []
+    assert _token_kernels(lambda: result.extend(op(x, weights, biases, h0, c0))) == launches
+    out, h_n, c_n = result
+    y = x
+    for k in range(layers):
+        y, (h, c) = kernforge.lltm_sequence(y, weights[k], biases[k], h0[k], c0[k])
+        assert torch.equal(h_n[k], h) and torch.equal(c_n[k], c), k
+    assert torch.equal(out, y)
 
 
 @pytest.mark.cuda

@@ -46,6 +46,7 @@ struct CpuSequence {
   // The CPU steps: per step, the GEMM and the row pass use both cores.
   static bool projects_input(const SeqRecurrence&) { return false; }
   static bool recurrence(const SeqRecurrence&) { return false; }
+  static bool token(const SeqRecurrence*, int64_t) { return false; }
   static SeqRan recurrence(const SeqRecurrenceBackward&) { return {}; }
   static bool sums(const SeqGrads&) { return false; }
 

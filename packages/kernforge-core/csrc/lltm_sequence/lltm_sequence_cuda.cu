@@ -155,20 +155,54 @@ struct CudaSequence {
       f(std::false_type{});
   }
 
+  template <class scalar_t>
+  static cuda_seq::TokenArgs<scalar_t> token_args(const SeqRecurrence& r) {
+    using cell_t = typename cuda_seq::TokenArgs<scalar_t>::cell_t;
+    return {static_cast<const scalar_t*>(r.x),
+            static_cast<const scalar_t*>(r.bias),
+            static_cast<const scalar_t*>(r.W),
+            static_cast<const scalar_t*>(r.h0),
+            static_cast<const cell_t*>(r.c0),
+            static_cast<scalar_t*>(r.output),
+            static_cast<scalar_t*>(r.c_n),
+            static_cast<scalar_t*>(r.h_n),
+            static_cast<scalar_t*>(r.gates),
+            static_cast<cell_t*>(r.cells),
+            r.ldw,
+            static_cast<int>(r.batch),
+            static_cast<int>(r.state),
+            static_cast<int>(r.features)};
+  }
+
+  // A token's layers (each projecting its input, layer k + 1's x layer k's
+  // output): of a token kernel's batch, in cooperative launches of up to
+  // kTokenMaxLayers layers; else each layer's recurrence.
+  static bool token(const SeqRecurrence* layers, int64_t count) {
+    bool tokens = true;
+    for (int64_t k = 0; k < count; ++k)
+      tokens = tokens && cuda_seq::token_fits(layers[k].steps, layers[k].batch);
+    if (!tokens) {
+      for (int64_t k = 0; k < count; ++k)
+        if (!recurrence(layers[k])) return false;
+      return true;
+    }
+    dispatch<Dtypes::Floating>(layers[0].dtype, [&](auto tag) {
+      using scalar_t = typename decltype(tag)::type;
+      for (int64_t k0 = 0; k0 < count; k0 += cuda_seq::kTokenMaxLayers) {
+        cuda_seq::TokenLayers<scalar_t> group{};
+        group.count = static_cast<int>(std::min<int64_t>(cuda_seq::kTokenMaxLayers, count - k0));
+        for (int k = 0; k < group.count; ++k) group.layer[k] = token_args<scalar_t>(layers[k0 + k]);
+        cuda_seq::launch_token_layers(group, layers[0].device);
+      }
+    });
+    return true;
+  }
+
   static bool recurrence(const SeqRecurrence& r) {
     if (cuda_seq::token_fits(r.steps, r.batch)) {
       dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
         using scalar_t = typename decltype(tag)::type;
-        using cell_t = typename cuda_seq::TokenArgs<scalar_t>::cell_t;
-        cuda_seq::launch_token(
-            cuda_seq::TokenArgs<scalar_t>{
-                static_cast<const scalar_t*>(r.x), static_cast<const scalar_t*>(r.bias),
-                static_cast<const scalar_t*>(r.W), static_cast<const scalar_t*>(r.h0),
-                static_cast<const cell_t*>(r.c0), static_cast<scalar_t*>(r.output),
-                static_cast<scalar_t*>(r.c_n), static_cast<scalar_t*>(r.h_n),
-                static_cast<scalar_t*>(r.gates), static_cast<cell_t*>(r.cells), r.ldw,
-                static_cast<int>(r.batch), static_cast<int>(r.state), static_cast<int>(r.features)},
-            r.device);
+        cuda_seq::launch_token(token_args<scalar_t>(r), r.device);
       });
       return true;
     }

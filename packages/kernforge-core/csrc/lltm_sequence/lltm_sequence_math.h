@@ -372,6 +372,7 @@ inline SeqSteps check_backward(const Tensor* grad_output, const Tensor* grad_cn,
 // Backend: Guard, kGatesOverPre, addmm(out, self, a, b, beta) (out = beta * self + a b),
 // index_rows(src, index), step(const SeqStep&), step_backward(const SeqStepBackward&),
 // projects_input(const SeqRecurrence&), recurrence(const SeqRecurrence&),
+// token(const SeqRecurrence* layers, count) (a token's layers, each projecting its input),
 // recurrence(const SeqRecurrenceBackward&), sums(const SeqGrads&).
 // Where a forward writes what the caller has storage for (contiguous, of
 // the output's, c_n's and h_n's shapes; P: scratch of N * 3S elements or
@@ -519,6 +520,59 @@ SeqOut forward(const Tensor& x, const Tensor& W, const Tensor& b, const std::opt
   return {output, h_n, c_n, gates, cells};
 }
 
+// A token (T = 1) of layers whose every recurrence multiplies its input by
+// W_x itself (Backend::projects_input: the CUDA token kernel): each layer
+// checked as forward checks it, then run by Backend::token straight from
+// pointers into the layers op's outputs (layer k's h into its row of h_n,
+// which layer k + 1 reads; on CUDA all layers in one launch), with no views
+// and no driver per layer: a generated token is bound by the host. False
+// (nothing done) where a layer would need the driver.
+template <class Backend>
+bool token_layers(const Tensor& x, const std::vector<Tensor>& weights,
+                  const std::vector<Tensor>& biases, const std::optional<Tensor>& h0,
+                  const std::optional<Tensor>& c0, const Tensor& output, const Tensor& h_n,
+                  const Tensor& c_n) {
+  const int64_t L = static_cast<int64_t>(weights.size()), T = x.size(0), B = x.size(1),
+                S = output.size(2);
+  if (T != 1 || B == 0 || S == 0) return false;
+  const ScalarType dtype = x.scalar_type(), cell = cell_dtype(dtype);
+  const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
+  const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
+  // Layer k's rows of an [L, B, S] tensor.
+  const auto at = [&](const Tensor& t, int64_t k, int64_t bytes) -> void* {
+    return t.defined() ? static_cast<char*>(t.data_ptr()) + k * B * S * bytes : nullptr;
+  };
+  std::vector<Tensor> kept;  // contiguous x, W and b, alive until launched
+  kept.reserve(2 * L + 1);
+  const void* in = kept.emplace_back(detail::contiguous(x)).data_ptr();
+  std::vector<SeqRecurrence> layers;
+  layers.reserve(L);
+  for (int64_t k = 0; k < L; ++k) {
+    // Layer k > 0 reads layer k - 1's h: output's shape, dtype and device.
+    check(k == 0 ? x : output, weights[k], biases[k], nullptr, nullptr, std::nullopt);
+    const int64_t F = k == 0 ? x.size(2) : S;
+    const bool last = k == L - 1;
+    const void* W = kept.emplace_back(detail::contiguous(weights[k])).data_ptr();
+    const void* b = kept.emplace_back(detail::contiguous(biases[k])).data_ptr();
+    layers.push_back(SeqRecurrence{nullptr, in, b, W, nullptr, nullptr, nullptr, nullptr,
+                                   last ? output.data_ptr() : at(h_n, k, size), at(c_n, k, size),
+                                   last ? at(h_n, k, size) : nullptr, nullptr, S + F, F, 1, B, S,
+                                   dtype, x.get_device_index()});
+    if (!Backend::projects_input(layers.back())) return false;
+    in = layers.back().output;
+  }
+  typename Backend::Guard guard(x);
+  const Tensor h0c = h0 ? detail::contiguous(*h0) : Tensor();
+  const Tensor c0c = c0 ? detail::contiguous(as_dtype(*c0, cell)) : Tensor();
+  for (int64_t k = 0; k < L; ++k) {
+    layers[k].h0 = at(h0c, k, size);
+    layers[k].c0 = at(c0c, k, cell_size);
+  }
+  if (!Backend::token(layers.data(), L))
+    throw std::runtime_error("kernforge::lltm_sequence: the recurrence did not run as planned");
+  return true;
+}
+
 }  // namespace seq
 
 // The forward, keeping gates and cells for the backward.
@@ -575,6 +629,8 @@ std::tuple<Tensor, Tensor, Tensor> lltm_sequence_layers_inference(const Tensor& 
   if (T == 0) fail(op, "x must have at least one step", {{"x", &x}});
   const Tensor output = empty(x, {T, B, S});
   Tensor h_n = empty(x, {L, B, S}), c_n = empty(x, {L, B, S});
+  if (seq::token_layers<Backend>(x, weights, biases, h0, c0, output, h_n, c_n))
+    return {output, h_n, c_n};
   // One scratch for the layers between (one or two outputs; at T = 1 each
   // writes its output into its row of h_n instead) and the input
   // projection, each slot 512-byte aligned as a tensor of its own would be

@@ -5,12 +5,16 @@
 // and after the block's reduction thread b applies the cell to row b. No
 // staging of W in shared memory and no grid synchronization, as the
 // persistent kernels need for many steps: the step reads W once from memory
-// (or L2, where a generation loop keeps it) in an ordinary launch.
+// (or L2, where a generation loop keeps it) in an ordinary launch. A
+// token's layers run in one cooperative launch where the grid fits on the
+// device at once: layer k + 1 reads layer k's h after a grid synchronization.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "common/cuda_utils.cuh"
 #include "common/dispatch.h"
@@ -20,6 +24,7 @@ namespace kernforge::cuda_seq {
 
 constexpr int kTokenThreads = 128;
 constexpr int64_t kTokenMaxBatch = 8;
+constexpr int kTokenMaxLayers = 4;  // layers of one launch (more: a launch each)
 
 template <class scalar_t>
 struct TokenArgs {
@@ -43,11 +48,12 @@ struct alignas(V * sizeof(T)) Packet {
 
 // acc[g][b] += sum over this thread's packets of w_g[k] v_b[k], k < n (in
 // packets of V), for the rows g of W at w (rows `row` apart) and the batch
-// rows b of v (rows `ldv` apart).
+// rows b of v (rows `ldv` apart). v is not __restrict__: in the layers'
+// launch it is the h that other blocks wrote before the grid synchronization,
+// which the read-only data path may not serve.
 template <int V, int B, class scalar_t, class acc_t>
-__device__ inline void token_product(const scalar_t* __restrict__ w, int64_t row,
-                                     const scalar_t* __restrict__ v, int64_t ldv, int n, int batch,
-                                     acc_t (&acc)[3][B]) {
+__device__ inline void token_product(const scalar_t* __restrict__ w, int64_t row, const scalar_t* v,
+                                     int64_t ldv, int n, int batch, acc_t (&acc)[3][B]) {
   using P = Packet<V, scalar_t>;
 #pragma unroll 2
   for (int k = threadIdx.x; k < n; k += blockDim.x) {
@@ -67,8 +73,9 @@ __device__ inline void token_product(const scalar_t* __restrict__ w, int64_t row
   }
 }
 
+// Hidden unit j = blockIdx.x of one layer's step.
 template <class scalar_t, int B, int V>
-__global__ void __launch_bounds__(kTokenThreads) token_forward_kernel(TokenArgs<scalar_t> a) {
+__device__ inline void token_step(const TokenArgs<scalar_t>& a) {
   using acc_t = opmath_t<scalar_t>;
   constexpr int kWarps = kTokenThreads / 32;
   __shared__ acc_t part[kWarps][3][B];
@@ -119,39 +126,95 @@ __global__ void __launch_bounds__(kTokenThreads) token_forward_kernel(TokenArgs<
   if (a.cells) a.cells[e] = static_cast<typename TokenArgs<scalar_t>::cell_t>(cn);
 }
 
+template <class scalar_t, int B, int V>
+__global__ void __launch_bounds__(kTokenThreads) token_forward_kernel(TokenArgs<scalar_t> a) {
+  token_step<scalar_t, B, V>(a);
+}
+
+template <class scalar_t>
+struct TokenLayers {
+  TokenArgs<scalar_t> layer[kTokenMaxLayers];
+  bool vector[kTokenMaxLayers];  // the layer's loads kTokenVector values each
+  int count;
+};
+
+template <class scalar_t, int B, int V>
+__global__ void __launch_bounds__(kTokenThreads) token_layers_kernel(TokenLayers<scalar_t> a) {
+  for (int k = 0; k < a.count; ++k) {
+    // part[] of the step before is free again: every thread passed the
+    // step's __syncthreads and the grid's synchronization.
+    if (k > 0) cooperative_groups::this_grid().sync();
+    if (a.vector[k])
+      token_step<scalar_t, B, V>(a.layer[k]);
+    else
+      token_step<scalar_t, B, 1>(a.layer[k]);
+  }
+}
+
 // Whether a step of `batch` rows takes token_forward_kernel.
 inline bool token_fits(int64_t steps, int64_t batch) {
   return steps == 1 && batch >= 1 && batch <= kTokenMaxBatch;
 }
 
-template <class scalar_t, int B>
-void launch_token_batch(const TokenArgs<scalar_t>& a, cudaStream_t stream) {
-  // Four values a load where every row and operand allows it.
-  constexpr int kV = 4;
+// Four values a load where every row and operand allows it.
+constexpr int kTokenVector = 4;
+
+template <class scalar_t>
+bool token_vectorizes(const TokenArgs<scalar_t>& a) {
   const auto aligned = [](const void* p) {
-    return p == nullptr || reinterpret_cast<uintptr_t>(p) % (kV * sizeof(scalar_t)) == 0;
+    return p == nullptr || reinterpret_cast<uintptr_t>(p) % (kTokenVector * sizeof(scalar_t)) == 0;
   };
-  const bool vec = (a.S | a.F | static_cast<int>(a.ldw & 3)) % kV == 0 && aligned(a.W) &&
-                   aligned(a.x) && aligned(a.h0);
-  if (vec)
-    token_forward_kernel<scalar_t, B, kV><<<a.S, kTokenThreads, 0, stream>>>(a);
+  return (a.S | a.F | static_cast<int>(a.ldw & 3)) % kTokenVector == 0 && aligned(a.W) &&
+         aligned(a.x) && aligned(a.h0);
+}
+
+// f(batch tag) with B the least of 1, 2, 4, 8 that holds `batch` rows.
+template <class F>
+void by_token_batch(int batch, const F& f) {
+  if (batch <= 1)
+    f(std::integral_constant<int, 1>{});
+  else if (batch <= 2)
+    f(std::integral_constant<int, 2>{});
+  else if (batch <= 4)
+    f(std::integral_constant<int, 4>{});
   else
-    token_forward_kernel<scalar_t, B, 1><<<a.S, kTokenThreads, 0, stream>>>(a);
-  STD_CUDA_KERNEL_LAUNCH_CHECK();
+    f(std::integral_constant<int, 8>{});
 }
 
 // One launch for a step of a.batch <= kTokenMaxBatch rows.
 template <class scalar_t>
 void launch_token(const TokenArgs<scalar_t>& a, int32_t device) {
   const cudaStream_t stream = cuda::current_stream(device);
-  if (a.batch <= 1)
-    launch_token_batch<scalar_t, 1>(a, stream);
-  else if (a.batch <= 2)
-    launch_token_batch<scalar_t, 2>(a, stream);
-  else if (a.batch <= 4)
-    launch_token_batch<scalar_t, 4>(a, stream);
-  else
-    launch_token_batch<scalar_t, 8>(a, stream);
+  by_token_batch(a.batch, [&](auto batch) {
+    constexpr int B = decltype(batch)::value;
+    if (token_vectorizes(a))
+      token_forward_kernel<scalar_t, B, kTokenVector><<<a.S, kTokenThreads, 0, stream>>>(a);
+    else
+      token_forward_kernel<scalar_t, B, 1><<<a.S, kTokenThreads, 0, stream>>>(a);
+  });
+  STD_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// Up to kTokenMaxLayers layers of one token (the same S and batch, layer
+// k + 1's x layer k's output) in one cooperative launch where the S blocks
+// fit on the device at once, else a launch each.
+template <class scalar_t>
+void launch_token_layers(TokenLayers<scalar_t>& a, int32_t device) {
+  const TokenArgs<scalar_t>& first = a.layer[0];
+  for (int k = 0; k < a.count; ++k) a.vector[k] = token_vectorizes(a.layer[k]);
+  bool launched = false;
+  by_token_batch(first.batch, [&](auto batch) {
+    constexpr auto kernel = token_layers_kernel<scalar_t, decltype(batch)::value, kTokenVector>;
+    if (a.count > 1 && first.S <= cuda::resident_blocks<kernel>(kTokenThreads, 0, device)) {
+      void* params[] = {&a};
+      STD_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel),
+                                                 dim3(first.S), dim3(kTokenThreads), params, 0,
+                                                 cuda::current_stream(device)));
+      launched = true;
+    }
+  });
+  if (!launched)
+    for (int k = 0; k < a.count; ++k) launch_token(a.layer[k], device);
 }
 
 }  // namespace kernforge::cuda_seq
