@@ -1104,12 +1104,21 @@ def test_layers_bad_arguments():
     x, W, b = _t(5, 2, 3), _t(12, 7), _t(12)
     op = torch.ops.kernforge.lltm_sequence_layers_inference
     count = "weights and biases must be one per layer (at least one), got "
+    rows = "weights[1] must be 2-D with 3 * hidden_size = 12"
     cases = [
         ((x, [W, W], [b], None, None), count + "2 and 1"),
         ((x, [], [], None, None), count + "0 and 0"),
         ((x[0], [W], [b], None, None), "x must be 3-D, got x: [2, 3] float32 cpu"),
         ((x, [W], [b], _t(2, 2, 4), None), "h0 and c0 must be [num_layers, batch, hidden_size] = [1, 2"),
         ((x, [W, W], [b, b], None, None), "weight must be [3 * hidden_size, hidden_size + input_size] = [12"),
+        # a later layer of another hidden size would write past its rows of h_n and c_n
+        ((x, [W, _t(18, 10)], [b, _t(18)], None, None), rows + " rows, as weights[0], got weights[1]: [18"),
+        ((x[:1], [W, _t(18, 10)], [b, _t(18)], None, None), rows),
+        ((x, [W, _t(12)], [b, b], None, None), rows),
+        # a state the kernels would read as x's dtype
+        ((x[:1], [W], [b], _t(1, 2, 4, dtype=torch.float64), None),
+         "expected tensors of one dtype, got x: [1, 2, 3] float32 cpu, h0: [1, 2, 4] float64 cpu"),
+        ((x, [W], [b], None, _t(1, 2, 4, dtype=torch.float16)), "expected tensors of one dtype, got x: [5"),
     ]  # fmt: skip
     for args, message in cases:
         expected = re.escape(message)
@@ -1134,6 +1143,14 @@ def test_layers_bad_later_layer_of_a_token(device):
         ([W0, _t(12, 8).to(device)], [b, _t(9).to(device)], "bias must be [3 * hidden_size] = [12]"),
         ([W0, _t(12, 8, dtype=torch.float64).to(device)], [b, b], "weight: [12, 8] float64"),
     ]
+    # A state the kernel would read as x's dtype, or from another device.
+    states = [("h0", h.double(), "expected tensors of one dtype")]
+    if device == "cuda":
+        states.append(("c0", h.cpu(), "expected all tensors on one device"))
+    for name, state, expected in states:
+        hx = {"h0": h, "c0": h.clone(), name: state}
+        with pytest.raises(RuntimeError, match=re.escape(f"{expected}, got x: [1, 2, 3]")):
+            op(x, [W0, _t(12, 8).to(device)], [b, b], hx["h0"], hx["c0"])
     for weights, biases, message in cases:
         with pytest.raises(RuntimeError, match=re.escape(message)):
             op(x, weights, biases, h, h.clone())

@@ -618,6 +618,15 @@ std::tuple<Tensor, Tensor, Tensor> lltm_sequence_layers_inference(const Tensor& 
   if (weights[0].dim() != 2 || weights[0].size(0) % 3 != 0)
     fail(op, "weights[0] must be 2-D with 3 * hidden_size rows", {{"weights[0]", &weights[0]}});
   const int64_t T = x.size(0), B = x.size(1), S = weights[0].size(0) / 3;
+  // Every layer of weights[0]'s hidden size: each writes S columns of its rows of h_n and c_n.
+  for (int64_t k = 1; k < L; ++k)
+    if (weights[k].dim() != 2 || weights[k].size(0) != 3 * S) {
+      const std::string name = "weights[" + std::to_string(k) + "]";
+      fail(op,
+           name + " must be 2-D with 3 * hidden_size = " + std::to_string(3 * S) +
+               " rows, as weights[0]",
+           {{name.c_str(), &weights[k]}, {"weights[0]", &weights[0]}});
+    }
   for (const NamedTensor& a :
        {NamedTensor{"h0", h0 ? &*h0 : nullptr}, NamedTensor{"c0", c0 ? &*c0 : nullptr}})
     if (a.second && (a.second->dim() != 3 || a.second->size(0) != L || a.second->size(1) != B ||
@@ -626,6 +635,9 @@ std::tuple<Tensor, Tensor, Tensor> lltm_sequence_layers_inference(const Tensor& 
            "h0 and c0 must be [num_layers, batch, hidden_size] = [" + std::to_string(L) + ", " +
                std::to_string(B) + ", " + std::to_string(S) + "]",
            {{"x", &x}, a});
+  for (const NamedTensor& a :
+       {NamedTensor{"h0", h0 ? &*h0 : nullptr}, NamedTensor{"c0", c0 ? &*c0 : nullptr}})
+    if (a.second) check_compatible(op, Dtypes::Floating, {{"x", &x}, a});
   if (T == 0) fail(op, "x must have at least one step", {{"x", &x}});
   const Tensor output = empty(x, {T, B, S});
   Tensor h_n = empty(x, {L, B, S}), c_n = empty(x, {L, B, S});

@@ -263,8 +263,15 @@ def lltm_sequence_layers(x, weights, biases, h0, c0) -> None:
     if weights[0].dim() != 2 or weights[0].shape[0] % 3:
         fail(op, "weights[0] must be 2-D with 3 * hidden_size rows", **{"weights[0]": weights[0]})
     shape = (len(weights), x.shape[1], weights[0].shape[0] // 3)
+    for k, W in enumerate(weights[1:], 1):
+        if W.dim() != 2 or W.shape[0] != 3 * shape[2]:
+            fail(op, f"weights[{k}] must be 2-D with 3 * hidden_size = {3 * shape[2]} rows, as weights[0]",
+                 **{f"weights[{k}]": W, "weights[0]": weights[0]})  # fmt: skip
     for name, t in (("h0", h0), ("c0", c0)):
         if t is not None and tuple(t.shape) != shape:
             fail(op, f"h0 and c0 must be [num_layers, batch, hidden_size] = {list(shape)}", x=x, **{name: t})
+    for name, t in (("h0", h0), ("c0", c0)):
+        if t is not None:
+            compatible(op, FLOATING, x=x, **{name: t})
     if x.shape[0] == 0:
         fail(op, "x must have at least one step", x=x)
