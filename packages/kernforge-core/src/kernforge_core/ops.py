@@ -721,7 +721,8 @@ def lltm_sequence_layers(
 
     Raises:
         RuntimeError: naming the argument, as :func:`lltm_sequence`, and for
-            weights and biases of different counts.
+            weights and biases of different counts, a layer of another hidden
+            size than layer 0's, or h0 and c0 of another dtype or device than x.
     """
     weights, biases = list(weights), list(biases)
     if torch._C._is_any_autocast_enabled() and torch.is_autocast_enabled(x.device.type):
