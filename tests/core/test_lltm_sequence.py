@@ -6,6 +6,7 @@ torch.compile, CUDA graphs, autocast, packed sequences, and bad input."""
 from __future__ import annotations
 
 import pickle
+import random as _random
 import re
 
 import pytest
@@ -1154,6 +1155,58 @@ def test_layers_bad_later_layer_of_a_token(device):
     for weights, biases, message in cases:
         with pytest.raises(RuntimeError, match=re.escape(message)):
             op(x, weights, biases, h, h.clone())
+
+
+def test_random_arguments_raise_or_run(device):
+    # Shapes, dtypes, layouts and batch_sizes drawn around the valid ones
+    # (one size off, a layer of another hidden size, a state of another
+    # dtype, a transposed operand, an empty batch): each call runs, with
+    # outputs of the shapes asked for, or raises naming the op, and never
+    # crashes or writes out of bounds.
+    rnd = _random.Random(127)
+    ops = torch.ops.kernforge
+
+    def size(base):
+        return base if rnd.random() < 0.94 else max(0, base + rnd.choice([-2, -1, 1, 2]))
+
+    def tensor(*shape):
+        other = [torch.float64, torch.bfloat16, torch.int64]
+        dtype = torch.float32 if rnd.random() < 0.96 else rnd.choice(other)
+        t = torch.randn(shape, dtype=torch.float64).to(dtype).to(device)
+        return t.transpose(0, 1) if t.dim() >= 2 and rnd.random() < 0.05 else t
+
+    ran = raised = 0
+    for _ in range(200):
+        L, T, B, S = rnd.choice([1, 2, 3]), rnd.choice([1, 1, 3]), rnd.choice([0, 1, 3]), rnd.choice([1, 4])
+        F = 3
+        x = tensor(size(T), size(B), size(F))
+        hidden = [S] + [S + 1 if rnd.random() < 0.1 else S for _ in range(L - 1)]  # a layer of its own size
+        weights = [tensor(3 * size(H), size(H) + size(F if k == 0 else S)) for k, H in enumerate(hidden)]
+        biases = [tensor(size(3 * H)) for H in hidden]
+        h0, c0 = (None if rnd.random() < 0.4 else tensor(size(L), size(B), size(S)) for _ in range(2))
+        which = rnd.choice(["layers", "inference", "forward"])
+        try:
+            if which == "layers":
+                out = ops.lltm_sequence_layers_inference(x, weights, biases, h0, c0)
+                want = [(x.shape[0], x.shape[1], S), (L, x.shape[1], S), (L, x.shape[1], S)]
+            else:
+                sizes = None
+                if rnd.random() < 0.4:
+                    x = x.reshape(-1, x.shape[-1])
+                    sizes = [rnd.randint(0, 3) for _ in range(rnd.randint(0, 3))]
+                    sizes.sort(reverse=rnd.random() < 0.8)
+                state = [None if t is None or t.dim() != 3 or t.shape[0] == 0 else t[0] for t in (h0, c0)]
+                out = getattr(ops, f"lltm_sequence_{which}")(x, weights[0], biases[0], *state, sizes)
+                want = [(*x.shape[:-1], S)]
+            assert [tuple(t.shape) for t in out[: len(want)]] == want
+            assert all(torch.isfinite(t.float()).all() for t in out if t.numel())
+            ran += 1
+        except (RuntimeError, TypeError) as e:
+            assert str(e).startswith("kernforge::"), str(e)
+            raised += 1
+    if device == "cuda":
+        torch.cuda.synchronize()  # an out-of-bounds access would surface here
+    assert ran > 20 and raised > 20, (ran, raised)
 
 
 def test_layers_opcheck(device):
