@@ -118,6 +118,11 @@ inline ScalarType cell_dtype(ScalarType t) {
   return t == ScalarType::Half || t == ScalarType::BFloat16 ? ScalarType::Float : t;
 }
 
+// Bytes of one element of a floating dtype (the kernels' pointer arithmetic).
+inline int64_t element_size(ScalarType t) {
+  return t == ScalarType::Double ? 8 : (t == ScalarType::Float ? 4 : 2);
+}
+
 // The rows each step runs on: fixed length, T steps of B rows (step t's
 // from row t B), or packed (a PackedSequence's batch_sizes): step t's B_t
 // rows from offsets[t], B = B_0 >= B_1 >= ... >= B_{T-1} >= 1, N in all.
@@ -482,8 +487,7 @@ SeqOut forward(const Tensor& x, const Tensor& W, const Tensor& b, const std::opt
   // Stepping. Without keep, step t's gates go over P_t (kGatesOverPre) or
   // into one step's scratch, and its cell into one of two steps' scratch
   // (packed: every step's, so that each row's last one stays).
-  const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
-  const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
+  const int64_t size = element_size(dtype), cell_size = element_size(cell);
   if (!keep) {
     gates = Backend::kGatesOverPre ? P : empty(x, {B, 3 * S});
     cells = packed ? make(S, true) : empty_cells(x, {2, B, S});
@@ -536,8 +540,7 @@ bool token_layers(const Tensor& x, const std::vector<Tensor>& weights,
                 S = output.size(2);
   if (T != 1 || B == 0 || S == 0) return false;
   const ScalarType dtype = x.scalar_type(), cell = cell_dtype(dtype);
-  const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
-  const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
+  const int64_t size = element_size(dtype), cell_size = element_size(cell);
   // Layer k's rows of an [L, B, S] tensor.
   const auto at = [&](const Tensor& t, int64_t k, int64_t bytes) -> void* {
     return t.defined() ? static_cast<char*>(t.data_ptr()) + k * B * S * bytes : nullptr;
@@ -710,8 +713,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   // Each output in storage of its own (outputs may not alias), [0] when not
   // asked for; d_x and d_W are made after the recurrence is launched.
   Tensor d_b = empty(x, {need_b ? 3 * S : 0});
-  const int64_t size = dtype == ScalarType::Double ? 8 : (dtype == ScalarType::Float ? 4 : 2);
-  const int64_t cell_size = cell == ScalarType::Double ? 8 : 4;
+  const int64_t size = element_size(dtype), cell_size = element_size(cell);
   const Tensor Wc = detail::contiguous(W);
   const Tensor index = seq::packed_index(x, st, true);
   // grad_output is read in place, of any strides (autograd's gradient of
