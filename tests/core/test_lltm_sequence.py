@@ -727,16 +727,51 @@ def test_lstm_parameter_names_are_views_of_the_weights():
     assert torch.equal(model.bias_l0, torch.full((18,), -1.0))
     assert sorted(n for n, _ in model.named_parameters())[:2] == ["bias_l0", "bias_l0_reverse"]
     assert not any("_ih" in n or "_hh" in n for n, _ in model.named_parameters())
-    for missing in ("weight_hh_l2", "bias_hh_l0", "weight_xx_l0"):
+    for missing in ("weight_hh_l2", "bias_hh_l2", "weight_xx_l0"):
         with pytest.raises(AttributeError, match=missing):
             getattr(model, missing)
     unidirectional = kernforge.nn.LLTMSequence(4, 6, bias=False)
-    for missing in ("weight_hh_l0_reverse", "bias_ih_l0"):
+    for missing in ("weight_hh_l0_reverse", "bias_ih_l0", "bias_hh_l0"):
         with pytest.raises(AttributeError, match=missing):
             getattr(unidirectional, missing)
     assert unidirectional.proj_size == 0 and kernforge.nn.LLTMSequence(4, 6, proj_size=0).proj_size == 0
     with pytest.raises(ValueError, match=r"proj_size must be 0 \(the LLTM has no projection\), got 3"):
         kernforge.nn.LLTMSequence(4, 6, proj_size=3)
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
+def test_lstm_all_weights_walks_as_the_lstms(bias, bidirectional):
+    """Code written for nn.LSTM walks _all_weights to initialize by name (the
+    forget gate's bias slice, orthogonal recurrent weights): the same names
+    in the same order as nn.LSTM's, each reaching the LLTM's weight or its one
+    bias (bias_ih and bias_hh both)."""
+    model = kernforge.nn.LLTMSequence(4, 6, 2, bias=bias, bidirectional=bidirectional)
+    lstm = torch.nn.LSTM(4, 6, 2, bias=bias, bidirectional=bidirectional)
+    assert model._all_weights == lstm._all_weights
+    inputs = (4, 12 if bidirectional else 6)  # each layer's F_k
+    for names, tensors in zip(model._all_weights, model.all_weights, strict=True):
+        k = int(names[0].split("_l")[1].split("_")[0])
+        shapes = [(18, inputs[k]), (18, 6), (18,), (18,)][: len(names)]
+        assert [tuple(t.shape) for t in tensors] == shapes
+    for names in model._all_weights:  # as repositories set the LSTM's forget-gate bias
+        for name in names:
+            if name.startswith("bias_"):
+                b = getattr(model, name)
+                b.data.fill_(0.0)
+                b.data[b.size(0) // 4 : b.size(0) // 2].fill_(1.0)
+            else:
+                torch.nn.init.orthogonal_(getattr(model, name))
+    for k in range(2):
+        for sfx in ("", "_reverse") if bidirectional else ("",):
+            w = model.get_parameter(f"weight_l{k}{sfx}")
+            q = w[:, :6]
+            assert torch.allclose(q.T @ q, torch.eye(6), atol=1e-5)
+            if bias:
+                assert getattr(model, f"bias_hh_l{k}{sfx}") is model.get_parameter(f"bias_l{k}{sfx}")
+                expected = torch.zeros(18)
+                expected[4:9] = 1.0
+                assert torch.equal(model.get_parameter(f"bias_l{k}{sfx}"), expected)
 
 
 def test_module_bad_arguments():

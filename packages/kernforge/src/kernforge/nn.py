@@ -124,9 +124,12 @@ class LLTMSequence(nn.Module):
     ``nn.LSTM``'s parameters by name, ``weight_hh_l{k}[_reverse]`` and
     ``weight_ih_l{k}[_reverse]`` are views of the weight's first S and last
     F_k columns (``[3S, S]``, ``[3S, F_k]``: three gates, where the LSTM
-    has four), and ``bias_ih_l{k}[_reverse]`` is the bias; an in-place
-    ``nn.init`` on a view changes the weight. ``named_parameters()`` lists
-    only the weights and biases above.
+    has four), and ``bias_ih_l{k}[_reverse]`` and ``bias_hh_l{k}[_reverse]``
+    are both the layer's one bias; an in-place ``nn.init`` on a view
+    changes the weight. ``_all_weights`` and ``all_weights`` list those
+    names and tensors as ``nn.LSTM``'s do, layer by layer and direction by
+    direction. ``named_parameters()`` lists only the weights and biases
+    above.
 
     Shape:
         forward(input, hx=None) -> (output, (h_n, c_n)): input ``[T, B, F]``
@@ -207,10 +210,27 @@ class LLTMSequence(nn.Module):
             or (kind.startswith("bias") and not self.bias)
         ):
             raise AttributeError(f"'LLTMSequence' object has no attribute '{name}'")
-        if kind == "bias_ih":
-            return self._parameters[f"bias_l{k}{sfx}"]
-        weight, S = self._parameters[f"weight_l{k}{sfx}"], self.hidden_size
+        if kind.startswith("bias"):  # the LLTM's one bias answers both of the LSTM's
+            return getattr(self, f"bias_l{k}{sfx}")
+        weight, S = getattr(self, f"weight_l{k}{sfx}"), self.hidden_size
         return weight[:, :S] if kind == "weight_hh" else weight[:, S:]
+
+    @property
+    def _all_weights(self) -> list[list[str]]:
+        """``nn.LSTM``'s parameter names, a list a layer and direction, as
+        code written for it walks them (e.g. to initialize the biases)."""
+        kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh") if self.bias else ("weight_ih", "weight_hh")
+        return [
+            [f"{kind}_l{k}{sfx}" for kind in kinds]
+            for k in range(self.num_layers)
+            for sfx in self._suffixes()
+        ]
+
+    @property
+    def all_weights(self) -> list[list[Tensor]]:
+        """The tensors of :attr:`_all_weights`' names (views of the weights;
+        the bias itself), as ``nn.LSTM.all_weights``."""
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
 
     def _suffixes(self) -> tuple[str, ...]:
         return ("", "_reverse") if self.bidirectional else ("",)
@@ -385,8 +405,8 @@ class LLTMSequence(nn.Module):
         return text
 
 
-# nn.LSTM's parameter names that LLTMSequence answers with views (no bias_hh: one bias)
-_LSTM_NAME = re.compile(r"(weight_ih|weight_hh|bias_ih)_l(\d+)(_reverse)?")
+# nn.LSTM's parameter names that LLTMSequence answers with views (both biases: its one bias)
+_LSTM_NAME = re.compile(r"(weight_ih|weight_hh|bias_ih|bias_hh)_l(\d+)(_reverse)?")
 
 
 class _ReorderRows(torch.autograd.Function):
