@@ -1167,6 +1167,18 @@ def test_layers_bad_arguments():
                *[a if a is None else mode.from_tensor(a) for a in args[3:]])  # fmt: skip
 
 
+def test_layers_with_gradients_bad_state_count():
+    # Where a gradient can flow each layer is its own call, each taking its
+    # row of h0 and c0: a state of another layer count raises naming it.
+    x, W, b = _t(5, 2, 3), _t(12, 7).requires_grad_(), _t(12)
+    message = (
+        "kernforge::lltm_sequence_layers: h0 and c0 must be [num_layers, batch, hidden_size] = [2, 2, 4]"
+    )
+    for h0, c0 in ((_t(1, 2, 4), None), (None, _t(3, 2, 4)), (_t(2, 2, 4), _t(2, 4))):
+        with pytest.raises(RuntimeError, match=re.escape(message)):
+            kernforge.functional.lltm_sequence_layers(x, [W, _t(12, 8)], [b, b], h0, c0)
+
+
 def test_layers_bad_later_layer_of_a_token(device):
     # A token's layers (on CUDA launched straight from pointers, with no
     # driver per layer) are checked as the driver checks them: a bad layer

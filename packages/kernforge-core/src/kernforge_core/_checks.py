@@ -249,10 +249,10 @@ def lltm_sequence_backward(
             fail(op, "grad_cn must be [B, S]", grad_cn=grad_cn)
 
 
-def lltm_sequence_layers(x, weights, biases, h0, c0) -> None:
+def lltm_sequence_layers(x, weights, biases, h0, c0, op: str = "lltm_sequence_layers_inference") -> None:
     """The layer list and the states of lltm_sequence_layers_inference;
-    mirrors its C++ checks (each layer's are lltm_sequence's)."""
-    op = "lltm_sequence_layers_inference"
+    mirrors its C++ checks (each layer's are lltm_sequence's). ``op`` names
+    the caller in the errors."""
     if len(weights) == 0 or len(biases) != len(weights):
         raise RuntimeError(
             f"kernforge::{op}: weights and biases must be one per layer (at least one), "

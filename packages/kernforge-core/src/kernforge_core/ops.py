@@ -739,9 +739,17 @@ def lltm_sequence_layers(
         with _below_autograd():
             output, h_n, c_n = _ops.lltm_sequence_layers_inference.default(x, weights, biases, h0, c0)
         return output, (h_n, c_n)
+    layers = len(weights)
+    if any(t is not None and (t.dim() != 3 or t.shape[0] != layers) for t in (h0, c0)):
+        _checks.lltm_sequence_layers(x, weights, biases, h0, c0, op="lltm_sequence_layers")
     h_n, c_n = [], []
-    for k, (W, b) in enumerate(zip(weights, biases, strict=True)):
-        x, (h, c) = lltm_sequence(x, W, b, None if h0 is None else h0[k], None if c0 is None else c0[k])
+    # unbind, not h0[k]: its backward is one stack, where each h0[k]'s would
+    # be a tensor of zeros, a copy and a sum a layer (launches, under a
+    # decoder's loop of one step a call).
+    h0s = [None] * len(weights) if h0 is None else h0.unbind(0)
+    c0s = [None] * len(weights) if c0 is None else c0.unbind(0)
+    for W, b, h_0, c_0 in zip(weights, biases, h0s, c0s, strict=True):
+        x, (h, c) = lltm_sequence(x, W, b, h_0, c_0)
         h_n.append(h)
         c_n.append(c)
     if len(h_n) == 1:  # no copies (two launches) for the common single layer

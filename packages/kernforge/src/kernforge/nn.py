@@ -285,6 +285,10 @@ class LLTMSequence(nn.Module):
             output, (h_n, c_n) = impl.lltm_sequence_layers(x, weights, biases, h0, c0)
             return output, h_n, c_n
         h_n, c_n = [], []
+        # unbind, not h0[i]: one stack in the backward, not zeros, a copy and
+        # a sum a layer and direction (a decoder calls this once a token)
+        h0s = None if h0 is None else h0.unbind(0)
+        c0s = None if c0 is None else c0.unbind(0)
         for k, directions in enumerate(self._names):
             if k > 0 and self.dropout > 0 and self.training:
                 x = nn.functional.dropout(x, self.dropout, training=True)
@@ -295,7 +299,7 @@ class LLTMSequence(nn.Module):
                 if bias is None:
                     bias = weight.new_zeros(weight.shape[:1])
                 i = len(h_n)
-                state = (None if h0 is None else h0[i], None if c0 is None else c0[i])
+                state = (None if h0 is None else h0s[i], None if c0 is None else c0s[i])
                 if sizes is None:
                     out, (h, c) = impl.lltm_sequence(x.flip(0) if reverse else x, weight, bias, *state)
                     outputs.append(out.flip(0) if reverse else out)
