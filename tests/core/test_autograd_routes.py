@@ -6,6 +6,8 @@ bit for bit, and each must be the one taken where it should be."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 import torch
 
@@ -66,6 +68,61 @@ def test_compiled_graph_holds_the_op_not_the_function():
     assert ops.lltm_forward.default in targets, targets
     assert all("autograd_function" not in str(t) for t in targets), targets
     assert all(a.grad is not None for a in args)
+
+
+@pytest.mark.parametrize("op", [*CORE_OPS, "round_ste"])
+def test_jit_trace_records_the_op(op, device):
+    # torch.jit.trace checks its trace by tracing again under no_grad: the
+    # graph must hold the op itself whatever the grad mode, not the eager
+    # route's autograd.Function (a PythonOp, which a saved trace cannot hold).
+    args = every_op.leaves(every_op.inputs(op, _gen(device), device))
+    traced = torch.jit.trace(lambda *a: tuple(every_op.call(kernforge, op, a)), tuple(args))
+    kinds = [n.kind() for n in traced.graph.nodes()]
+    assert any(k.startswith(("kernforge::", "kernforge_legacy::")) for k in kinds), kinds
+    assert "prim::PythonOp" not in kinds, kinds
+    want = every_op.call(kernforge, op, args)
+    for g, w in zip(traced(*args), want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
+def test_jit_traced_sequence_saves_loads_and_trains(device, bidirectional):
+    gen = _gen(device)
+    model = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=bidirectional, device=device)
+    x = torch.randn(5, 3, 4, device=device, generator=gen)
+    traced = torch.jit.trace(model, (x,))
+    ops_in_graph = [n.kind() for n in traced.graph.nodes() if n.kind().startswith("kernforge")]
+    assert ops_in_graph == ["kernforge::lltm_sequence_forward"] * (4 if bidirectional else 2)
+    buffer = io.BytesIO()
+    torch.jit.save(traced, buffer)
+    buffer.seek(0)
+    loaded = torch.jit.load(buffer, map_location=device)
+    x2 = torch.randn(7, 2, 4, device=device, generator=gen)  # another length and batch
+    got, want = loaded(x2), model(x2)
+    for g, w in zip((got[0], *got[1]), (want[0], *want[1]), strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+    (got[0].sum() + got[1][0].sum()).backward()
+    (want[0].sum() + want[1][0].sum()).backward()
+    loaded_params = dict(loaded.named_parameters())
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(loaded_params[name].grad, p.grad, rtol=0, atol=0)
+
+
+def test_exported_sequence_saves_and_loads(device):
+    # torch.export (torch's successor to jit.trace): the program holds the
+    # layers' op, and a saved program loads and runs with the module's results.
+    gen = _gen(device)
+    model = kernforge.nn.LLTMSequence(4, 6, 2, device=device).eval()
+    x = torch.randn(5, 3, 4, device=device, generator=gen)
+    program = torch.export.export(model, (x,))
+    assert "kernforge.lltm_sequence_forward" in str(program.graph_module.code)
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
+    buffer.seek(0)
+    loaded = torch.export.load(buffer).module()
+    got, want = loaded(x), model(x)
+    for g, w in zip((got[0], *got[1]), (want[0], *want[1]), strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
 
 
 def test_double_backward_through_the_eager_route(device):

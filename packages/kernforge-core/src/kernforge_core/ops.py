@@ -23,6 +23,13 @@ _ops = torch.ops.kernforge
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 
 
+def _tracing() -> bool:
+    """Compiling (dynamo, export) or under ``torch.jit.trace``: the graph must
+    hold the op itself, with its registered autograd formula, whatever the
+    grad mode (the trace's check runs again under ``no_grad``)."""
+    return torch.compiler.is_compiling() or torch.jit.is_tracing()
+
+
 def _needs_autograd(op: str, **tensors: Tensor) -> bool:
     """False when no gradient can flow: the wrappers then call the op below the
     autograd key, skipping its autograd kernel (microseconds per call for small
@@ -36,7 +43,7 @@ def _needs_autograd(op: str, **tensors: Tensor) -> bool:
         if not isinstance(t, Tensor):
             raise TypeError(f"kernforge::{op}: {name} must be a Tensor, got {type(t).__name__}")
         grad = grad or t.requires_grad
-    return (grad and torch.is_grad_enabled()) or torch.compiler.is_compiling()
+    return (grad and torch.is_grad_enabled()) or _tracing()
 
 
 def _with_autograd(name: str, *args):
@@ -45,7 +52,7 @@ def _with_autograd(name: str, *args):
     registered formula and fake kernel. Eager: through the op's
     ``autograd.Function`` twin (see :func:`_register_autograd`), with the
     arguments left out filled in from the schema's defaults."""
-    if torch.compiler.is_compiling():
+    if _tracing():
         return getattr(_ops, name).default(*args)
     apply, defaults = _eager_autograd[name]
     return apply(*args, *defaults[len(args) :])
@@ -573,7 +580,7 @@ def _lltm_sequence_call(x, weight, bias, h0, c0, batch_sizes):
         or (h0 is not None and h0.requires_grad)
         or (c0 is not None and c0.requires_grad)
     )
-    if grad or torch.compiler.is_compiling():
+    if grad or _tracing():
         output, c_n, _, _ = _with_autograd("lltm_sequence_forward", x, weight, bias, h0, c0, batch_sizes)
         return output, None, c_n
     # No backward to come: the op that keeps no gates or cells for one.
@@ -735,7 +742,7 @@ def lltm_sequence_layers(
         or (h0 is not None and h0.requires_grad)
         or (c0 is not None and c0.requires_grad)
     )
-    if not grad and not torch.compiler.is_compiling():
+    if not grad and not _tracing():
         with _below_autograd():
             output, h_n, c_n = _ops.lltm_sequence_layers_inference.default(x, weights, biases, h0, c0)
         return output, (h_n, c_n)
