@@ -228,7 +228,7 @@ class LLTMSequence(nn.Module):
 
     @property
     def all_weights(self) -> list[list[Tensor]]:
-        """The tensors of :attr:`_all_weights`' names (views of the weights;
+        """The tensors of ``_all_weights``' names (views of the weights;
         the bias itself), as ``nn.LSTM.all_weights``."""
         return [[getattr(self, name) for name in names] for names in self._all_weights]
 
