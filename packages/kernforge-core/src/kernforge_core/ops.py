@@ -753,8 +753,8 @@ def lltm_sequence_layers(
     # unbind, not h0[k]: its backward is one stack, where each h0[k]'s would
     # be a tensor of zeros, a copy and a sum a layer (launches, under a
     # decoder's loop of one step a call).
-    h0s = [None] * len(weights) if h0 is None else h0.unbind(0)
-    c0s = [None] * len(weights) if c0 is None else c0.unbind(0)
+    h0s = [None] * layers if h0 is None else h0.unbind(0)
+    c0s = [None] * layers if c0 is None else c0.unbind(0)
     for W, b, h_0, c_0 in zip(weights, biases, h0s, c0s, strict=True):
         x, (h, c) = lltm_sequence(x, W, b, h_0, c_0)
         h_n.append(h)
