@@ -7,6 +7,7 @@ bit for bit, and each must be the one taken where it should be."""
 from __future__ import annotations
 
 import io
+import warnings
 
 import pytest
 import torch
@@ -123,6 +124,125 @@ def test_exported_sequence_saves_and_loads(device):
     got, want = loaded(x), model(x)
     for g, w in zip((got[0], *got[1]), (want[0], *want[1]), strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def _scripted_and_loaded(module):
+    """torch.jit.script of module (its deprecation warning silenced), and the
+    same saved and loaded."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        scripted = torch.jit.script(module)
+        buffer = io.BytesIO()
+        torch.jit.save(scripted, buffer)
+        buffer.seek(0)
+        return scripted, torch.jit.load(buffer)
+
+
+def _assert_same_results(got, want, params_got, params_want, inputs):
+    """Outputs (nested tuples) equal bit for bit, and so are the gradients of
+    a weighted sum of them for the inputs and each module's parameters."""
+    got, want = torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+    loss = lambda outs: sum((o * (k + 2)).sum() for k, o in enumerate(outs))
+    grads_got = torch.autograd.grad(loss(got), [*inputs, *params_got])
+    grads_want = torch.autograd.grad(loss(want), [*inputs, *params_want])
+    for g, w in zip(grads_got, grads_want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["FusedReLUAdd", "LLTM", "RoundSTE"])
+def test_jit_script_of_the_modules(name, device):
+    # torch.jit.script (deprecated by torch, still in older deployment code):
+    # the scripted forward calls the registered op, whose autograd formula
+    # gives the eager module's gradients; the script saves and loads.
+    gen = _gen(device)
+    randn = lambda *shape: torch.randn(*shape, device=device, generator=gen, requires_grad=True)
+    if name == "FusedReLUAdd":
+        module, inputs = kernforge.nn.FusedReLUAdd(8, device=device), (randn(5, 8), randn(5, 8))
+        with torch.no_grad():
+            module.bias.normal_(generator=gen)
+    elif name == "LLTM":
+        module, inputs = kernforge.nn.LLTM(4, 6, device=device), (randn(3, 4), (randn(3, 6), randn(3, 6)))
+    else:
+        module, inputs = kernforge.nn.RoundSTE(), (randn(5, 8),)
+    scripted, loaded = _scripted_and_loaded(module)
+    kinds = [n.kind() for n in scripted.inlined_graph.nodes()]
+    assert any(k.startswith(("kernforge::", "kernforge_legacy::")) for k in kinds), kinds
+    leaves = torch.utils._pytree.tree_leaves(inputs)
+    params = list(module.parameters())
+    for run in (scripted, loaded):
+        _assert_same_results(run(*inputs), module(*inputs), list(run.parameters()), params, leaves)
+
+
+@pytest.mark.parametrize(
+    ("layers", "bidirectional", "bias", "batch_first"),
+    [(1, False, True, False), (2, False, True, True), (2, True, True, False), (2, True, False, True)],
+    ids=["1-layer", "2-layers-batch-first", "bi", "bi-no-bias-batch-first"],
+)
+def test_jit_scripted_sequence_equals_the_module(layers, bidirectional, bias, batch_first, device):
+    gen = _gen(device)
+    randn = lambda *shape: torch.randn(*shape, device=device, generator=gen, requires_grad=True)
+    model = kernforge.nn.LLTMSequence(
+        4, 6, layers, bias=bias, batch_first=batch_first, bidirectional=bidirectional, device=device
+    )
+    scripted, loaded = _scripted_and_loaded(model)
+    graph = str(scripted.inlined_graph)  # the op sits in the layers' loop
+    assert "kernforge::lltm_sequence_forward" in graph and "kernforge::lltm_sequence_inference" in graph
+    x = randn(3, 5, 4) if batch_first else randn(5, 3, 4)
+    states = (2 if bidirectional else 1) * layers
+    hx = (randn(states, 3, 6), randn(states, 3, 6))
+    params = list(model.parameters())
+    for run in (scripted, loaded):
+        _assert_same_results(run(x), model(x), list(run.parameters()), params, [x])
+        _assert_same_results(run(x, hx), model(x, hx), list(run.parameters()), params, [x, *hx])
+        with torch.no_grad():  # the inference op; unbatched input
+            single = x[0] if batch_first else x[:, 0]
+            state = (hx[0][:, 0], hx[1][:, 0])
+            for g, w in zip(
+                torch.utils._pytree.tree_leaves(run(single, state)),
+                torch.utils._pytree.tree_leaves(model(single, state)),
+                strict=True,
+            ):
+                torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def test_jit_scripted_model_holding_a_sequence(device):
+    # A model written for nn.LSTM and scripted whole: the layer is scripted in
+    # place, trains (dropout between the layers), and names bad input.
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(50, 8)
+            self.rnn = kernforge.nn.LLTMSequence(8, 16, 2, dropout=0.5)
+            self.out = torch.nn.Linear(16, 50)
+
+        def forward(self, tokens, hidden: tuple[torch.Tensor, torch.Tensor]):
+            output, hidden = self.rnn(self.embed(tokens), hidden)
+            return self.out(output), hidden
+
+    model = Model().to(device)
+    scripted, _ = _scripted_and_loaded(model)
+    gen = _gen(device)
+    tokens = torch.randint(0, 50, (7, 2), device=device, generator=gen)
+    hidden = (torch.randn(2, 2, 16, device=device, generator=gen),) * 2
+    for mode in ("eval", "train"):
+        getattr(model, mode)()
+        getattr(scripted, mode)()
+        torch.manual_seed(3)  # the same dropout masks for both
+        got = scripted(tokens, hidden)
+        torch.manual_seed(3)
+        want = model(tokens, hidden)
+        _assert_same_results(got, want, list(scripted.parameters()), list(model.parameters()), [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        one_layer = torch.jit.script(kernforge.nn.LLTMSequence(8, 16).to(device))
+    with pytest.raises(
+        torch.jit.Error, match=r"input_size = 8 features in its last dimension, got \[7, 2, 5\]"
+    ):
+        one_layer(torch.randn(7, 2, 5, device=device))
+    with pytest.raises(torch.jit.Error, match=r"h_0 and c_0 must be .* = \[1, 2, 16\], got \[2, 2, 16\]"):
+        one_layer(torch.randn(7, 2, 8, device=device), hidden)
 
 
 def test_double_backward_through_the_eager_route(device):

@@ -39,6 +39,8 @@ class FusedReLUAdd(nn.Module):
         self.bias = nn.Parameter(torch.zeros(features, device=device, dtype=dtype))
 
     def forward(self, x: Tensor, y: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return torch.ops.kernforge.fused_relu_add(x, y, self.bias)
         return F.fused_relu_add(x, y, self.bias)
 
     def extra_repr(self) -> str:
@@ -85,6 +87,9 @@ class LLTM(nn.Module):
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         h, c = state
+        if torch.jit.is_scripting():
+            h, c, _ = torch.ops.kernforge.lltm_forward(x, self.weight, self.bias, h, c)
+            return h, c
         return F.lltm(x, self.weight, self.bias, h, c)
 
     def reference(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
@@ -140,6 +145,10 @@ class LLTMSequence(nn.Module):
         layer by layer, the forward direction first, as ``nn.LSTM``'s. Each
         sequence's h_n and c_n are taken at its own last step (forward) and
         first step (reverse).
+
+    ``torch.jit.script`` compiles it (and models holding it) for tensor
+    input; a ``PackedSequence`` needs the eager module (or ``torch.compile``,
+    ``torch.export``, ``torch.jit.trace``).
 
     Raises:
         ValueError: for sizes below 1 or a dropout outside [0, 1]. The forward
@@ -339,8 +348,90 @@ class LLTMSequence(nn.Module):
                 )
         return h0, c0
 
-    def forward(self, input, hx=None):
+    def forward(self, input, hx: tuple[Tensor, Tensor] | None = None):
+        if torch.jit.is_scripting():
+            return self._scripted_forward(input, hx)
         return self._forward(F, input, hx)
+
+    # torch.jit.script compiles forward's scripted branch; these are Python's.
+    __jit_unused_properties__ = ("_all_weights", "all_weights")
+
+    def __prepare_scriptable__(self):
+        # torch.jit.script calls this first. TorchScript has no getattr by a
+        # computed name: the scripted forward takes the parameters (the same
+        # tensors) from this list, layer by layer, direction by direction.
+        self._scripted_parameters = [
+            getattr(self, name)
+            for directions in self._names
+            for weight_name, bias_name, _ in directions
+            for name in ((weight_name, bias_name) if self.bias else (weight_name,))
+        ]
+        return self
+
+    def _scripted_forward(
+        self, input: Tensor, hx: tuple[Tensor, Tensor] | None
+    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """forward under torch.jit.script, for tensor input: each layer and
+        direction one call of the registered op (its autograd formula in
+        training), as the eager route makes."""
+        if input.dim() != 2 and input.dim() != 3:
+            raise ValueError(f"LLTMSequence: input must be 2-D (unbatched) or 3-D, got {input.shape}")
+        if input.size(-1) != self.input_size:
+            raise ValueError(
+                f"LLTMSequence: input must have input_size = {self.input_size} features in its last "
+                f"dimension, got {input.shape}"
+            )
+        batched = input.dim() == 3
+        x = input if batched else input.unsqueeze(1)
+        if batched and self.batch_first:
+            x = x.transpose(0, 1)
+        directions = 2 if self.bidirectional else 1
+        shape = [directions * self.num_layers, x.size(1), self.hidden_size]
+        h0: Tensor | None = None
+        c0: Tensor | None = None
+        if hx is not None:
+            h0, c0 = hx
+            if not batched:
+                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+            if h0.shape != shape or c0.shape != shape:
+                raise ValueError(
+                    "LLTMSequence: h_0 and c_0 must be [num_directions * num_layers, batch, hidden_size] "
+                    f"= {shape}, got {h0.shape} and {c0.shape}"
+                )
+        per = 2 if self.bias else 1
+        grad = torch.is_grad_enabled()
+        h_n: list[Tensor] = []
+        c_n: list[Tensor] = []
+        for k in range(self.num_layers):
+            if k > 0 and self.dropout > 0 and self.training:
+                x = torch.dropout(x, self.dropout, True)
+            outputs: list[Tensor] = []
+            for d in range(directions):
+                i = len(h_n)
+                weight = self._scripted_parameters[per * i]
+                bias = (
+                    self._scripted_parameters[per * i + 1] if self.bias else weight.new_zeros(weight.size(0))
+                )
+                h: Tensor | None = None if h0 is None else h0[i]
+                c: Tensor | None = None if c0 is None else c0[i]
+                xd = x.flip(0) if d == 1 else x
+                if grad:
+                    out, c_last, _, _ = torch.ops.kernforge.lltm_sequence_forward(
+                        xd, weight, bias, h, c, None
+                    )
+                    h_last = out[-1]
+                else:
+                    out, h_last, c_last = torch.ops.kernforge.lltm_sequence_inference(
+                        xd, weight, bias, h, c, None
+                    )
+                outputs.append(out.flip(0) if d == 1 else out)
+                h_n.append(h_last)
+                c_n.append(c_last)
+            x = outputs[0] if directions == 1 else torch.cat(outputs, -1)
+        h_out, c_out = torch.stack(h_n), torch.stack(c_n)
+        if not batched:
+            return x.squeeze(1), (h_out.squeeze(1), c_out.squeeze(1))
+        return (x.transpose(0, 1) if self.batch_first else x), (h_out, c_out)
 
     def reference(self, input, hx=None):
         """The same layers in plain PyTorch (:func:`kernforge.reference.lltm_sequence`)."""
