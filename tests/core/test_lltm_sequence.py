@@ -8,6 +8,7 @@ from __future__ import annotations
 import pickle
 import random as _random
 import re
+import warnings
 
 import pytest
 import torch
@@ -772,6 +773,113 @@ def test_lstm_all_weights_walks_as_the_lstms(bias, bidirectional):
                 expected = torch.zeros(18)
                 expected[4:9] = 1.0
                 assert torch.equal(model.get_parameter(f"bias_l{k}{sfx}"), expected)
+
+
+def _outputs_and_grads(model, x, *tensors):
+    """The module's output, h_n and c_n on x, and the gradients of a weighted
+    sum of them for x and `tensors`."""
+    out, (h, c) = model(x)
+    loss = (out * 2).sum() + (h * 3).sum() + (c * 5).sum()
+    return [out, h, c, *torch.autograd.grad(loss, [x, *tensors])]
+
+
+def test_lstm_weight_names_set_to_a_tensor_replace_those_columns():
+    """nn.LSTM lets code set weight_hh_l{k} to a tensor (a Parameter, or a
+    tensor made each forward by weight-dropout code): the forward then runs on
+    it. Here it replaces those columns of the LLTM's weight, until deleted."""
+    gen = torch.Generator().manual_seed(5)
+    randn = lambda *shape: torch.randn(*shape, generator=gen, dtype=torch.float64)
+    model = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=True, dtype=torch.float64)
+    x = randn(5, 3, 4).requires_grad_()
+    before = _outputs_and_grads(model, x)
+    recurrent = randn(18, 6).requires_grad_()
+    model.weight_hh_l1_reverse = recurrent * 1.0  # a non-leaf tensor, as weight dropout makes
+    model.weight_ih_l0 = torch.nn.Parameter(randn(18, 4))
+    assert "weight_ih_l0" in dict(model.named_parameters())
+    assert model.weight_ih_l0 is model.get_parameter("weight_ih_l0")
+    twin = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=True, dtype=torch.float64)
+    twin.load_state_dict({k: v for k, v in model.state_dict().items() if k != "weight_ih_l0"})
+    with torch.no_grad():
+        twin.weight_l1_reverse[:, :6] = recurrent
+        twin.weight_l0[:, 6:] = model.weight_ih_l0
+    got = _outputs_and_grads(model, x, recurrent, model.weight_ih_l0)
+    want = _outputs_and_grads(twin, x, twin.weight_l1_reverse, twin.weight_l0)
+    for g, w in zip(got[:4], want[:4], strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+    torch.testing.assert_close(got[4], want[4][:, :6], rtol=0, atol=0)
+    torch.testing.assert_close(got[5], want[5][:, 6:], rtol=0, atol=0)
+    del model.weight_hh_l1_reverse, model.weight_ih_l0  # the layers' own columns again
+    assert "weight_ih_l0" not in dict(model.named_parameters())
+    for g, w in zip(_outputs_and_grads(model, x), before, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def test_weight_dropout_code_written_for_the_lstm():
+    """The weight-dropout idiom of AWD-LSTM-style language models: delete the
+    LSTM's weight_hh_l{k}, keep a raw copy as a parameter of the wrapper, and
+    set a dropped-out copy before each forward. Gradients reach the raw copy;
+    in eval the layer runs on it unchanged (all layers in one call, under
+    no_grad)."""
+
+    class WeightDrop(torch.nn.Module):
+        def __init__(self, module, p, names):
+            super().__init__()
+            self.module, self.p, self.names = module, p, names
+            for name in names:
+                w = getattr(module, name)
+                delattr(module, name)
+                self.register_parameter(name + "_raw", torch.nn.Parameter(w.detach().clone()))
+                setattr(module, name, w.clone())
+
+        def forward(self, x):
+            for name in self.names:
+                raw = getattr(self, name + "_raw")
+                setattr(self.module, name, torch.nn.functional.dropout(raw, self.p, self.training))
+            return self.module(x)
+
+    torch.manual_seed(0)
+    layer = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+    wrapped = WeightDrop(layer, 0.5, ("weight_hh_l0", "weight_hh_l1"))
+    x = torch.randn(5, 3, 4, dtype=torch.float64)
+    out, _ = wrapped(x)
+    out.sum().backward()
+    for name in ("weight_hh_l0_raw", "weight_hh_l1_raw"):
+        grad = wrapped.get_parameter(name).grad
+        assert grad is not None and 0 < (grad == 0).sum() < grad.numel()  # dropped entries get none
+    wrapped.eval()
+    twin = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+    twin.load_state_dict(layer.state_dict())
+    with torch.no_grad():
+        for k in range(2):
+            twin.get_parameter(f"weight_l{k}")[:, :6] = wrapped.get_parameter(f"weight_hh_l{k}_raw")
+        got, want = wrapped(x), twin(x)
+    for g, w in zip((got[0], *got[1]), (want[0], *want[1]), strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def test_lstm_names_set_wrongly_raise():
+    model = kernforge.nn.LLTMSequence(4, 6, 2)
+    message = "weight_hh_l1 must be [3 * hidden_size, 6] = [18, 6] (the LLTM's three gates, where the LSTM"
+    with pytest.raises(ValueError, match=re.escape(message + " has four), got [24, 6]")):
+        model.weight_hh_l1 = torch.zeros(24, 6)
+    with pytest.raises(ValueError, match=re.escape("weight_ih_l0 must be [3 * hidden_size, 4] = [18, 4]")):
+        model.weight_ih_l0 = torch.nn.Parameter(torch.zeros(18, 6))
+    with pytest.raises(
+        AttributeError, match="bias_hh_l0 is the layer's one bias, bias_l0: change it in place"
+    ):
+        model.bias_hh_l0 = torch.nn.Parameter(torch.zeros(18))
+    with pytest.raises(TypeError, match="weight_hh_l0 must be a Tensor, got list"):
+        model.weight_hh_l0 = [0.0]
+    with pytest.raises(AttributeError, match="no attribute 'weight_hh_l2'"):
+        model.weight_hh_l2 = torch.zeros(18, 6)
+    with pytest.raises(AttributeError, match="no attribute 'weight_hh_l0_reverse'"):
+        del model.weight_hh_l0_reverse
+    assert sorted(dict(model.named_parameters())) == ["bias_l0", "bias_l1", "weight_l0", "weight_l1"]
+    model.weight_hh_l0 = torch.zeros(18, 6)
+    with pytest.raises(RuntimeError, match=r"script runs the layers' own weights, and weight_hh_l0"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            torch.jit.script(model)
 
 
 def test_module_bad_arguments():

@@ -134,7 +134,11 @@ class LLTMSequence(nn.Module):
     changes the weight. ``_all_weights`` and ``all_weights`` list those
     names and tensors as ``nn.LSTM``'s do, layer by layer and direction by
     direction. ``named_parameters()`` lists only the weights and biases
-    above.
+    above. Setting ``weight_hh_l{k}`` or ``weight_ih_l{k}`` to a tensor
+    (a Parameter, or a tensor made before each forward, as weight-dropout
+    code does) runs the forward on it in place of those columns, until the
+    name is deleted; the biases' names take no tensor (the LLTM has one
+    bias: set ``bias_l{k}``).
 
     Shape:
         forward(input, hx=None) -> (output, (h_n, c_n)): input ``[T, B, F]``
@@ -171,6 +175,7 @@ class LLTMSequence(nn.Module):
         dtype=None,
     ):
         super().__init__()
+        self._replaced: set[str] = set()  # nn.LSTM weight names set to a tensor (__setattr__)
         if proj_size != 0:
             raise ValueError(
                 f"LLTMSequence: proj_size must be 0 (the LLTM has no projection), got {proj_size!r}"
@@ -209,9 +214,61 @@ class LLTMSequence(nn.Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            alias = _LSTM_NAME.fullmatch(name)
-            if alias is None:
+            if _LSTM_NAME.fullmatch(name) is None:
                 raise
+        kind, k, sfx = self._lstm_name(name)
+        if kind.startswith("bias"):  # the LLTM's one bias answers both of the LSTM's
+            return getattr(self, f"bias_l{k}{sfx}")
+        weight, S = getattr(self, f"weight_l{k}{sfx}"), self.hidden_size
+        return weight[:, :S] if kind == "weight_hh" else weight[:, S:]
+
+    def __setattr__(self, name: str, value) -> None:
+        # A tensor set under nn.LSTM's weight names (a Parameter, or a tensor
+        # made each forward, as weight-dropout code does) replaces those
+        # columns of the layer's weight in the forward; deleting the name
+        # gives them back. Set, not silently kept beside the weight.
+        if "_replaced" in self.__dict__ and _LSTM_NAME.fullmatch(name):
+            kind, k, sfx = self._lstm_name(name)
+            if kind.startswith("bias"):
+                raise AttributeError(
+                    f"LLTMSequence: {name} is the layer's one bias, bias_l{k}{sfx}: change it in "
+                    f"place, or set bias_l{k}{sfx}"
+                )
+            if value is None:
+                self.__delattr__(name)
+                return
+            if not isinstance(value, Tensor):
+                raise TypeError(f"LLTMSequence: {name} must be a Tensor, got {type(value).__name__}")
+            S = self.hidden_size
+            columns = S if kind == "weight_hh" else getattr(self, f"weight_l{k}{sfx}").shape[1] - S
+            if tuple(value.shape) != (3 * S, columns):
+                raise ValueError(
+                    f"LLTMSequence: {name} must be [3 * hidden_size, {columns}] = [{3 * S}, {columns}] "
+                    f"(the LLTM's three gates, where the LSTM has four), got {list(value.shape)}"
+                )
+            if isinstance(value, nn.Parameter):
+                # as register_parameter would, which takes the name for taken
+                self.__dict__.pop(name, None)
+                self._parameters[name] = value
+            else:
+                super().__setattr__(name, value)
+            self._replaced.add(name)
+            return
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if "_replaced" in self.__dict__ and _LSTM_NAME.fullmatch(name):
+            self._lstm_name(name)  # an AttributeError for a name the module lacks
+            if name in self._replaced:
+                self._replaced.discard(name)
+                super().__delattr__(name)
+            return
+        super().__delattr__(name)
+
+    def _lstm_name(self, name: str) -> tuple[str, int, str]:
+        """(kind, layer, suffix) of one of nn.LSTM's parameter names; an
+        AttributeError for one this module has no counterpart of."""
+        alias = _LSTM_NAME.fullmatch(name)
         kind, k, sfx = alias.group(1), int(alias.group(2)), alias.group(3) or ""
         if (
             k >= self.num_layers
@@ -219,10 +276,23 @@ class LLTMSequence(nn.Module):
             or (kind.startswith("bias") and not self.bias)
         ):
             raise AttributeError(f"'LLTMSequence' object has no attribute '{name}'")
-        if kind.startswith("bias"):  # the LLTM's one bias answers both of the LSTM's
-            return getattr(self, f"bias_l{k}{sfx}")
-        weight, S = getattr(self, f"weight_l{k}{sfx}"), self.hidden_size
-        return weight[:, :S] if kind == "weight_hh" else weight[:, S:]
+        return kind, k, sfx
+
+    def _weight(self, k: int, reverse: bool, weight: Tensor) -> Tensor:
+        """Layer k's weight [3S, S + F_k] in the forward: the columns set
+        under nn.LSTM's names (see __setattr__) in place of its own."""
+        sfx = "_reverse" if reverse else ""
+        recurrent, inputs = f"weight_hh_l{k}{sfx}", f"weight_ih_l{k}{sfx}"
+        if recurrent not in self._replaced and inputs not in self._replaced:
+            return weight
+        S = self.hidden_size
+        return torch.cat(
+            [
+                getattr(self, recurrent) if recurrent in self._replaced else weight[:, :S],
+                getattr(self, inputs) if inputs in self._replaced else weight[:, S:],
+            ],
+            dim=1,
+        )
 
     @property
     def _all_weights(self) -> list[list[str]]:
@@ -257,6 +327,7 @@ class LLTMSequence(nn.Module):
         if "_names" not in self.__dict__:
             self._names = self._parameter_names()
         self.__dict__.setdefault("proj_size", 0)
+        self.__dict__.setdefault("_replaced", set())
 
     def reset_parameters(self) -> None:
         bound = 1.0 / math.sqrt(self.hidden_size)
@@ -288,8 +359,9 @@ class LLTMSequence(nn.Module):
             # one call (in one op call where no gradient can flow: a
             # generated token pays one call's host time, not one per layer).
             weights, biases = [], []
-            for ((weight_name, bias_name, _),) in self._names:
-                weights.append(params[weight_name] if weight_name in params else getattr(self, weight_name))
+            for k, ((weight_name, bias_name, _),) in enumerate(self._names):
+                weight = params[weight_name] if weight_name in params else getattr(self, weight_name)
+                weights.append(self._weight(k, False, weight) if self._replaced else weight)
                 biases.append(params[bias_name] if bias_name in params else getattr(self, bias_name))
             output, (h_n, c_n) = impl.lltm_sequence_layers(x, weights, biases, h0, c0)
             return output, h_n, c_n
@@ -304,6 +376,8 @@ class LLTMSequence(nn.Module):
             outputs = []
             for weight_name, bias_name, reverse in directions:
                 weight = params[weight_name] if weight_name in params else getattr(self, weight_name)
+                if self._replaced:
+                    weight = self._weight(k, reverse, weight)
                 bias = params[bias_name] if bias_name in params else getattr(self, bias_name)
                 if bias is None:
                     bias = weight.new_zeros(weight.shape[:1])
@@ -360,6 +434,11 @@ class LLTMSequence(nn.Module):
         # torch.jit.script calls this first. TorchScript has no getattr by a
         # computed name: the scripted forward takes the parameters (the same
         # tensors) from this list, layer by layer, direction by direction.
+        if self._replaced:
+            raise RuntimeError(
+                "LLTMSequence: torch.jit.script runs the layers' own weights, and "
+                f"{', '.join(sorted(self._replaced))} replace some of their columns"
+            )
         self._scripted_parameters = [
             getattr(self, name)
             for directions in self._names
