@@ -40,6 +40,13 @@ constexpr int kRows = 4;           // batch rows per thread in the recurrent pro
 constexpr int64_t kMaxBatch = 64;  // above it, the grid only in batch groups (see plan)
 // Above it, cuBLAS per step (the GEMM is large enough).
 constexpr int64_t kMaxGroupedBatch = 256;
+// The most values of K one thread multiplies a step (K over the lanes that
+// share an item). Above it the step is one thread's long serial sum, and
+// cuBLAS per step is faster: on an H200 at B = 64, T = 72, float, the grid's
+// training step took 2.4 ms at S = 512 (backward 192 values a thread) and
+// 7.8 ms at S = 640 (480; stepping 4.4), its inference 2.2 ms at S = 768
+// (192; stepping 2.8) and 3.7 ms at S = 896 (224; stepping 2.8).
+constexpr int64_t kMaxSerialK = 192;
 
 // A load through L2 only: what other blocks wrote in this launch is read
 // after a grid synchronization, never from a stale L1 line.
@@ -724,13 +731,14 @@ __host__ __device__ inline int64_t state_floats(const Plan& p, bool backward) {
 
 // The plan for a direction (K = S forward, 3S backward), or blocks = 0
 // where the persistent kernel does not apply: a batch above
-// kMaxGroupedBatch, or no layout within a block's threads and shared
-// memory. The batch splits into the most groups (up to 8, of kRows rows or
-// more) for which a block's W slice and its whole staged operand fit; else,
-// up to kMaxBatch rows, one group, with the operand staged in chunks of 32
-// values of K or more (each chunk costs a round trip to L2 and two
-// barriers). A packed batch of 256 at S = 256 took 4.6 ms to train by
-// cuBLAS per step, its 50 steps bound by the launches.
+// kMaxGroupedBatch, no layout within a block's threads and shared memory,
+// or one whose threads would each sum more than kMaxSerialK values of K.
+// The batch splits into the most groups (up to 8, of kRows rows or more)
+// for which a block's W slice and its whole staged operand fit; else, up to
+// kMaxBatch rows, one group, with the operand staged in chunks of 32 values
+// of K or more (each chunk costs a round trip to L2 and two barriers). A
+// packed batch of 256 at S = 256 took 4.6 ms to train by cuBLAS per step,
+// its 50 steps bound by the launches.
 inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_t features = 0) {
   if (batch > kMaxGroupedBatch || S == 0 || batch == 0) return {};
   const int64_t sms = cuda::sm_count(device);
@@ -746,7 +754,7 @@ inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_
       if (groups == 1 && batch > kMaxBatch) break;
       const int64_t J = (S + sms / groups - 1) / (sms / groups);
       Plan p;
-      if (!layout(J, rows, K, backward, p)) continue;
+      if (!layout(J, rows, K, backward, p) || K > kMaxSerialK * p.lanes) continue;
       const int64_t extra = state_floats(p, backward);
       const int64_t chunk = std::min<int64_t>(operand, (limit - p.ws - extra) / p.stride / 32 * 32);
       if (groups > 1 ? chunk < operand : chunk < std::min<int64_t>(operand, 32)) continue;
