@@ -36,12 +36,15 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # backward product items a thread). The cooperative grid: S = 256 and a
 # batch of 64 at S = 96, batch groups with a short last group (B = 33,
 # S = 300), several hidden units a block with the last block short
-# (S = 521), one group with the operand staged in chunks (S = 1024); in
-# float the backward takes its rows by bulk copy where S % 4 == 0 (S = 256,
-# 96, 300: with a short last group) and stages them at S = 521, 1024. And a
-# batch of 256 in 8 groups of 32 rows (S = 128); a batch above them
-# (cuBLAS per step). No input features (F = 0: the
-# projection is zeros), and a wide input (F = 2100) on one cluster. In
+# (S = 521), one group with the operand staged in chunks (S = 1024: the
+# forward at B = 32, the backward at B = 16); in float the backward takes
+# its rows by bulk copy where S % 4 == 0 (S = 256, 96, 300: with a short
+# last group) and stages them at S = 521 (B = 16), 1024. A batch of 64 at
+# S = 521 (backward) and 1024 steps by cuBLAS: a thread of the grid would
+# sum more than 192 values a step. And a batch of 256 in 8 groups of 32
+# rows (S = 128); a batch above them (cuBLAS per step). No input features
+# (F = 0: the projection is zeros), and a wide input (F = 2100) on one
+# cluster. In
 # float the cluster multiplies x itself where F % 4 == 0 and F <= 64: one
 # step at F = 64, two steps, an odd number of steps at the benchmark's
 # (16, 32, 128) and B = 33.
@@ -59,7 +62,10 @@ SIZES = [
     (4, 64, 5, 96),
     (6, 33, 7, 300),
     (5, 64, 6, 521),
+    (5, 16, 6, 521),
     (3, 64, 5, 1024),
+    (3, 32, 5, 1024),
+    (3, 16, 5, 1024),
     (3, 256, 6, 128),
     (4, 300, 8, 64),
     # one step of a few rows (a generated token): one matrix-vector kernel on
