@@ -11,6 +11,7 @@ import warnings
 
 import pytest
 import torch
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import every_op
 import kernforge
@@ -175,6 +176,28 @@ def test_jit_script_of_the_modules(name, device):
         _assert_same_results(run(*inputs), module(*inputs), list(run.parameters()), params, leaves)
 
 
+class _Holder(torch.nn.Module):
+    """A model calling its layer as code written for nn.LSTM does: TorchScript
+    compiles the layer's forward for each input type it is called with, and
+    (as for nn.LSTM) the scripted layer is called through its model."""
+
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x: torch.Tensor, hx: tuple[torch.Tensor, torch.Tensor] | None = None):
+        return self.rnn(x, hx)
+
+
+class _PackedHolder(_Holder):
+    def forward(
+        self, x: torch.Tensor, lengths: torch.Tensor, hx: tuple[torch.Tensor, torch.Tensor] | None = None
+    ):
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        output, (h_n, c_n) = self.rnn(packed, hx)
+        return pad_packed_sequence(output, batch_first=True)[0], h_n, c_n
+
+
 @pytest.mark.parametrize(
     ("layers", "bidirectional", "bias", "batch_first"),
     [(1, False, True, False), (2, False, True, True), (2, True, True, False), (2, True, False, True)],
@@ -186,7 +209,8 @@ def test_jit_scripted_sequence_equals_the_module(layers, bidirectional, bias, ba
     model = kernforge.nn.LLTMSequence(
         4, 6, layers, bias=bias, batch_first=batch_first, bidirectional=bidirectional, device=device
     )
-    scripted, loaded = _scripted_and_loaded(model)
+    eager = _Holder(model)
+    scripted, loaded = _scripted_and_loaded(eager)
     graph = str(scripted.inlined_graph)  # the op sits in the layers' loop
     assert "kernforge::lltm_sequence_forward" in graph and "kernforge::lltm_sequence_inference" in graph
     x = randn(3, 5, 4) if batch_first else randn(5, 3, 4)
@@ -194,16 +218,38 @@ def test_jit_scripted_sequence_equals_the_module(layers, bidirectional, bias, ba
     hx = (randn(states, 3, 6), randn(states, 3, 6))
     params = list(model.parameters())
     for run in (scripted, loaded):
-        _assert_same_results(run(x), model(x), list(run.parameters()), params, [x])
-        _assert_same_results(run(x, hx), model(x, hx), list(run.parameters()), params, [x, *hx])
+        _assert_same_results(run(x), eager(x), list(run.parameters()), params, [x])
+        _assert_same_results(run(x, hx), eager(x, hx), list(run.parameters()), params, [x, *hx])
         with torch.no_grad():  # the inference op; unbatched input
             single = x[0] if batch_first else x[:, 0]
             state = (hx[0][:, 0], hx[1][:, 0])
             for g, w in zip(
                 torch.utils._pytree.tree_leaves(run(single, state)),
-                torch.utils._pytree.tree_leaves(model(single, state)),
+                torch.utils._pytree.tree_leaves(eager(single, state)),
                 strict=True,
             ):
+                torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
+def test_jit_scripted_sequence_takes_packed_input(bidirectional, device):
+    # A scripted tagger packs its padded batch (lengths unsorted): the layer's
+    # packed forward, the state in the caller's order, as the eager module's.
+    gen = _gen(device)
+    randn = lambda *shape: torch.randn(*shape, device=device, generator=gen, requires_grad=True)
+    model = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=bidirectional, batch_first=True, device=device)
+    eager = _PackedHolder(model)
+    scripted, loaded = _scripted_and_loaded(eager)
+    x, lengths = randn(4, 7, 4), torch.tensor([3, 7, 5, 1])
+    states = 4 if bidirectional else 2
+    hx = (randn(states, 4, 6), randn(states, 4, 6))
+    params = list(model.parameters())
+    for run in (scripted, loaded):
+        _assert_same_results(run(x, lengths), eager(x, lengths), list(run.parameters()), params, [x])
+        got, want = run(x, lengths, hx), eager(x, lengths, hx)
+        _assert_same_results(got, want, list(run.parameters()), params, [x, *hx])
+        with torch.no_grad():
+            for g, w in zip(run(x, lengths, hx), eager(x, lengths, hx), strict=True):
                 torch.testing.assert_close(g, w, rtol=0, atol=0)
 
 
@@ -234,11 +280,9 @@ def test_jit_scripted_model_holding_a_sequence(device):
         torch.manual_seed(3)
         want = model(tokens, hidden)
         _assert_same_results(got, want, list(scripted.parameters()), list(model.parameters()), [])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        one_layer = torch.jit.script(kernforge.nn.LLTMSequence(8, 16).to(device))
+    one_layer, _ = _scripted_and_loaded(_Holder(kernforge.nn.LLTMSequence(8, 16).to(device)))
     with pytest.raises(
-        torch.jit.Error, match=r"input_size = 8 features in its last dimension, got \[7, 2, 5\]"
+        torch.jit.Error, match=r"input_size = 8 features in its last dimension, got \[7, 2, 5"
     ):
         one_layer(torch.randn(7, 2, 5, device=device))
     with pytest.raises(torch.jit.Error, match=r"h_0 and c_0 must be .* = \[1, 2, 16\], got \[2, 2, 16\]"):

@@ -1,10 +1,9 @@
 """``torch.nn`` modules over the kernforge ops."""
 
-from __future__ import annotations
-
 import math
 import numbers
 import re
+import typing
 import warnings
 
 import torch
@@ -150,9 +149,9 @@ class LLTMSequence(nn.Module):
         sequence's h_n and c_n are taken at its own last step (forward) and
         first step (reverse).
 
-    ``torch.jit.script`` compiles it (and models holding it) for tensor
-    input; a ``PackedSequence`` needs the eager module (or ``torch.compile``,
-    ``torch.export``, ``torch.jit.trace``).
+    ``torch.jit.script`` compiles it for tensor and packed input, as
+    ``nn.LSTM``: the scripted layer is called through the scripted model
+    that holds it.
 
     Raises:
         ValueError: for sizes below 1 or a dropout outside [0, 1]. The forward
@@ -422,8 +421,24 @@ class LLTMSequence(nn.Module):
                 )
         return h0, c0
 
-    def forward(self, input, hx: tuple[Tensor, Tensor] | None = None):
+    # TorchScript compiles forward once per signature (as nn.LSTM's): tensor
+    # or packed input.
+    @typing.overload
+    @torch._jit_internal._overload_method
+    def forward(
+        self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, tuple[Tensor, Tensor]]: ...
+
+    @typing.overload
+    @torch._jit_internal._overload_method
+    def forward(
+        self, input: PackedSequence, hx: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[PackedSequence, tuple[Tensor, Tensor]]: ...
+
+    def forward(self, input, hx=None):
         if torch.jit.is_scripting():
+            if isinstance(input, PackedSequence):
+                return self._scripted_packed(input, hx)
             return self._scripted_forward(input, hx)
         return self._forward(F, input, hx)
 
@@ -447,36 +462,74 @@ class LLTMSequence(nn.Module):
         ]
         return self
 
-    def _scripted_forward(
-        self, input: Tensor, hx: tuple[Tensor, Tensor] | None
-    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        """forward under torch.jit.script, for tensor input: each layer and
-        direction one call of the registered op (its autograd formula in
-        training), as the eager route makes."""
-        if input.dim() != 2 and input.dim() != 3:
-            raise ValueError(f"LLTMSequence: input must be 2-D (unbatched) or 3-D, got {input.shape}")
+    def _scripted_state(
+        self, hx: tuple[Tensor, Tensor] | None, batch: int, batched: bool
+    ) -> tuple[Tensor | None, Tensor | None]:
+        """_state under torch.jit.script."""
+        if hx is None:
+            return None, None
+        h0, c0 = hx
+        if not batched:
+            h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+        shape = [(2 if self.bidirectional else 1) * self.num_layers, batch, self.hidden_size]
+        if h0.shape != shape or c0.shape != shape:
+            raise ValueError(
+                "LLTMSequence: h_0 and c_0 must be [num_directions * num_layers, batch, hidden_size] "
+                f"= {shape}, got {h0.shape} and {c0.shape}"
+            )
+        return h0, c0
+
+    def _scripted_features(self, input: Tensor) -> None:
         if input.size(-1) != self.input_size:
             raise ValueError(
                 f"LLTMSequence: input must have input_size = {self.input_size} features in its last "
                 f"dimension, got {input.shape}"
             )
+
+    def _scripted_forward(
+        self, input: Tensor, hx: tuple[Tensor, Tensor] | None
+    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """forward under torch.jit.script for tensor input."""
+        if input.dim() != 2 and input.dim() != 3:
+            raise ValueError(f"LLTMSequence: input must be 2-D (unbatched) or 3-D, got {input.shape}")
+        self._scripted_features(input)
         batched = input.dim() == 3
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
+        h0, c0 = self._scripted_state(hx, x.size(1), batched)
+        x, h_n, c_n = self._scripted_run(x, h0, c0, None)
+        if not batched:
+            return x.squeeze(1), (h_n.squeeze(1), c_n.squeeze(1))
+        return (x.transpose(0, 1) if self.batch_first else x), (h_n, c_n)
+
+    def _scripted_packed(
+        self, input: PackedSequence, hx: tuple[Tensor, Tensor] | None
+    ) -> tuple[PackedSequence, tuple[Tensor, Tensor]]:
+        """forward under torch.jit.script for packed input, as _forward_packed."""
+        data, batch_sizes, sorted_indices, unsorted_indices = input
+        self._scripted_features(data)
+        sizes: list[int] = batch_sizes.tolist()
+        h0, c0 = self._scripted_state(hx, sizes[0], True)
+        if sorted_indices is not None and h0 is not None and c0 is not None:
+            h0, c0 = h0.index_select(1, sorted_indices), c0.index_select(1, sorted_indices)
+        output, h_n, c_n = self._scripted_run(data, h0, c0, sizes)
+        if unsorted_indices is not None:
+            h_n, c_n = h_n.index_select(1, unsorted_indices), c_n.index_select(1, unsorted_indices)
+        return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), (h_n, c_n)
+
+    def _scripted_run(
+        self, x: Tensor, h0: Tensor | None, c0: Tensor | None, sizes: list[int] | None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """_run under torch.jit.script: each layer and direction one call of
+        the registered op (its autograd formula in training), over x [T, B,
+        F], or packed data [N, F] with batch_sizes `sizes`."""
+        # packed: the order reversing each sequence (the reverse direction's
+        # input), whose first B rows are each sequence's last
+        order: Tensor | None = None
+        if sizes is not None:
+            order = torch.ops.kernforge.packed_reversed_rows(x.detach(), sizes)
         directions = 2 if self.bidirectional else 1
-        shape = [directions * self.num_layers, x.size(1), self.hidden_size]
-        h0: Tensor | None = None
-        c0: Tensor | None = None
-        if hx is not None:
-            h0, c0 = hx
-            if not batched:
-                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
-            if h0.shape != shape or c0.shape != shape:
-                raise ValueError(
-                    "LLTMSequence: h_0 and c_0 must be [num_directions * num_layers, batch, hidden_size] "
-                    f"= {shape}, got {h0.shape} and {c0.shape}"
-                )
         per = 2 if self.bias else 1
         grad = torch.is_grad_enabled()
         h_n: list[Tensor] = []
@@ -493,24 +546,25 @@ class LLTMSequence(nn.Module):
                 )
                 h: Tensor | None = None if h0 is None else h0[i]
                 c: Tensor | None = None if c0 is None else c0[i]
-                xd = x.flip(0) if d == 1 else x
+                xd = x
+                if d == 1:
+                    xd = x.flip(0) if order is None else x.index_select(0, order)
                 if grad:
                     out, c_last, _, _ = torch.ops.kernforge.lltm_sequence_forward(
-                        xd, weight, bias, h, c, None
+                        xd, weight, bias, h, c, sizes
                     )
-                    h_last = out[-1]
+                    h_last = out[-1] if order is None else out.index_select(0, order[: c_last.size(0)])
                 else:
                     out, h_last, c_last = torch.ops.kernforge.lltm_sequence_inference(
-                        xd, weight, bias, h, c, None
+                        xd, weight, bias, h, c, sizes
                     )
-                outputs.append(out.flip(0) if d == 1 else out)
+                if d == 1:
+                    out = out.flip(0) if order is None else out.index_select(0, order)
+                outputs.append(out)
                 h_n.append(h_last)
                 c_n.append(c_last)
             x = outputs[0] if directions == 1 else torch.cat(outputs, -1)
-        h_out, c_out = torch.stack(h_n), torch.stack(c_n)
-        if not batched:
-            return x.squeeze(1), (h_out.squeeze(1), c_out.squeeze(1))
-        return (x.transpose(0, 1) if self.batch_first else x), (h_out, c_out)
+        return x, torch.stack(h_n), torch.stack(c_n)
 
     def reference(self, input, hx=None):
         """The same layers in plain PyTorch (:func:`kernforge.reference.lltm_sequence`)."""
