@@ -479,20 +479,13 @@ class LLTMSequence(nn.Module):
             )
         return h0, c0
 
-    def _scripted_features(self, input: Tensor) -> None:
-        if input.size(-1) != self.input_size:
-            raise ValueError(
-                f"LLTMSequence: input must have input_size = {self.input_size} features in its last "
-                f"dimension, got {input.shape}"
-            )
-
     def _scripted_forward(
         self, input: Tensor, hx: tuple[Tensor, Tensor] | None
     ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """forward under torch.jit.script for tensor input."""
         if input.dim() != 2 and input.dim() != 3:
             raise ValueError(f"LLTMSequence: input must be 2-D (unbatched) or 3-D, got {input.shape}")
-        self._scripted_features(input)
+        self._check_features(input)
         batched = input.dim() == 3
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
@@ -508,7 +501,7 @@ class LLTMSequence(nn.Module):
     ) -> tuple[PackedSequence, tuple[Tensor, Tensor]]:
         """forward under torch.jit.script for packed input, as _forward_packed."""
         data, batch_sizes, sorted_indices, unsorted_indices = input
-        self._scripted_features(data)
+        self._check_features(data)
         sizes: list[int] = batch_sizes.tolist()
         h0, c0 = self._scripted_state(hx, sizes[0], True)
         if sorted_indices is not None and h0 is not None and c0 is not None:
@@ -592,6 +585,7 @@ class LLTMSequence(nn.Module):
 
     def _check_features(self, input: Tensor) -> None:
         # Here, not in the op: the op would name layer 0's weight, not the input.
+        # (TorchScript compiles it too, for the scripted forward.)
         if input.size(-1) != self.input_size:
             raise ValueError(
                 f"LLTMSequence: input must have input_size = {self.input_size} features in its last "
