@@ -834,7 +834,7 @@ def test_weight_dropout_code_written_for_the_lstm():
             for name in names:
                 w = getattr(module, name)
                 delattr(module, name)
-                self.register_parameter(name + "_raw", torch.nn.Parameter(w.detach().clone()))
+                self.register_parameter(name + "_raw", torch.nn.Parameter(w.data))  # as fastai's
                 setattr(module, name, w.clone())
 
         def forward(self, x):
@@ -846,6 +846,9 @@ def test_weight_dropout_code_written_for_the_lstm():
     torch.manual_seed(0)
     layer = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
     wrapped = WeightDrop(layer, 0.5, ("weight_hh_l0", "weight_hh_l1"))
+    for k in range(2):  # the raw copy trains alone, apart from the weight's storage
+        storage = wrapped.get_parameter(f"weight_hh_l{k}_raw").untyped_storage()
+        assert storage.data_ptr() != layer.get_parameter(f"weight_l{k}").untyped_storage().data_ptr()
     x = torch.randn(5, 3, 4, dtype=torch.float64)
     out, _ = wrapped(x)
     out.sum().backward()
@@ -861,6 +864,73 @@ def test_weight_dropout_code_written_for_the_lstm():
         got, want = wrapped(x), twin(x)
     for g, w in zip((got[0], *got[1]), (want[0], *want[1]), strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("copy_of", ["data", "view"], ids=["awd_lstm_lm", "torchnlp"])
+def test_weight_dropout_removing_the_lstm_parameter(copy_of):
+    """The weight dropout of salesforce/awd-lstm-lm and torchnlp, written for
+    nn.LSTM: read weight_hh_l0, ``del module._parameters["weight_hh_l0"]``,
+    register a raw Parameter made from what was read, set a dropped-out
+    copy before each forward (in eval, dropout hands back the raw
+    Parameter itself, then a tensor again). The raw weight trains alone:
+    it no longer shares the layer weight's storage, so an optimizer step
+    applies weight decay to it once, and its gradient is the twin's
+    through the dropout."""
+    torch.manual_seed(0)
+    S, p = 6, 0.5
+    layer = kernforge.nn.LLTMSequence(4, S, dtype=torch.float64)
+    weight = layer.weight_l0
+    before = weight.detach().clone()
+    w = layer.weight_hh_l0
+    del layer._parameters["weight_hh_l0"]
+    layer.register_parameter("weight_hh_l0_raw", torch.nn.Parameter(w.data if copy_of == "data" else w))
+    raw = layer.weight_hh_l0_raw
+    assert raw.untyped_storage().data_ptr() != weight.untyped_storage().data_ptr()
+    assert torch.equal(raw, before[:, :S]) and torch.equal(weight, before)
+
+    def forward(x):
+        layer.weight_hh_l0 = torch.nn.functional.dropout(raw, p, layer.training)
+        return layer(x)
+
+    x = torch.randn(5, 3, 4, dtype=torch.float64)
+    torch.manual_seed(1)
+    out, (h_n, c_n) = forward(x)
+    (out.sum() + h_n.sum() + c_n.sum()).backward()
+    torch.manual_seed(1)
+    dropped = torch.nn.functional.dropout(raw.detach(), p)
+    twin = kernforge.nn.LLTMSequence(4, S, dtype=torch.float64)
+    with torch.no_grad():
+        twin.weight_l0.copy_(weight)
+        twin.weight_l0[:, :S] = dropped
+        twin.bias_l0.copy_(layer.bias_l0)
+    t_out, (t_h, t_c) = twin(x)
+    (t_out.sum() + t_h.sum() + t_c.sum()).backward()
+    torch.testing.assert_close(out, t_out, rtol=0, atol=0)
+    torch.testing.assert_close(raw.grad, twin.weight_l0.grad[:, :S] * (dropped != 0) / (1 - p))
+    assert torch.count_nonzero(weight.grad[:, :S]) == 0  # the weight's own columns sit out
+
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.1, weight_decay=0.01)
+    expected = raw.detach() - 0.1 * (raw.grad + 0.01 * raw.detach())
+    optimizer.step()
+    torch.testing.assert_close(raw.detach(), expected)  # decayed once, not twice
+
+    layer.eval()
+    with torch.no_grad():
+        twin.weight_l0.copy_(weight)
+        twin.weight_l0[:, :S] = raw
+        twin.bias_l0.copy_(layer.bias_l0)
+        torch.testing.assert_close(forward(x)[0], twin(x)[0], rtol=0, atol=0)
+    assert layer.get_parameter("weight_hh_l0") is raw  # set as dropout handed it back
+    layer.train()
+    forward(x)  # a tensor again, where nn.LSTM raises TypeError
+    assert "weight_hh_l0" not in layer._parameters and "weight_hh_l0" in layer._replaced
+    for name in ("weight_hh_l1", "bias_hh_l0"):
+        with pytest.raises(KeyError, match=name):
+            del layer._parameters[name]
+    loaded = pickle.loads(pickle.dumps(layer))
+    del loaded._parameters["weight_ih_l0"]  # the loaded layer's parameters answer it too
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x)[0], layer(x)[0], rtol=0, atol=0)
 
 
 def test_lstm_names_set_wrongly_raise():

@@ -137,7 +137,11 @@ class LLTMSequence(nn.Module):
     (a Parameter, or a tensor made before each forward, as weight-dropout
     code does) runs the forward on it in place of those columns, until the
     name is deleted; the biases' names take no tensor (the LLTM has one
-    bias: set ``bias_l{k}``).
+    bias: set ``bias_l{k}``). Deleting a weight name (``del
+    layer.weight_hh_l0``, or ``del layer._parameters["weight_hh_l0"]`` as
+    torchnlp's and awd-lstm-lm's weight dropout do) gives the layer's
+    weight storage of its own: a raw copy made from the view read before
+    trains apart from the weight.
 
     Shape:
         forward(input, hx=None) -> (output, (h_n, c_n)): input ``[T, B, F]``
@@ -174,6 +178,7 @@ class LLTMSequence(nn.Module):
         dtype=None,
     ):
         super().__init__()
+        self.__dict__["_parameters"] = _LayerParameters()
         self._replaced: set[str] = set()  # nn.LSTM weight names set to a tensor (__setattr__)
         if proj_size != 0:
             raise ValueError(
@@ -250,6 +255,9 @@ class LLTMSequence(nn.Module):
                 self.__dict__.pop(name, None)
                 self._parameters[name] = value
             else:
+                # a Parameter set before (weight-dropout code's raw weight,
+                # set as it is in eval) gives way to the tensor
+                self._parameters.pop(name, None)
                 super().__setattr__(name, value)
             self._replaced.add(name)
             return
@@ -257,10 +265,12 @@ class LLTMSequence(nn.Module):
 
     def __delattr__(self, name: str) -> None:
         if "_replaced" in self.__dict__ and _LSTM_NAME.fullmatch(name):
-            self._lstm_name(name)  # an AttributeError for a name the module lacks
+            kind, k, sfx = self._lstm_name(name)  # an AttributeError for a name the module lacks
             if name in self._replaced:
                 self._replaced.discard(name)
                 super().__delattr__(name)
+            elif kind.startswith("weight"):
+                _own_storage(self._parameters.get(f"weight_l{k}{sfx}"))
             return
         super().__delattr__(name)
 
@@ -320,6 +330,11 @@ class LLTMSequence(nn.Module):
             for k in range(self.num_layers)
         ]
 
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_parameters"] = dict(state["_parameters"])
+        return state
+
     def __setstate__(self, state):
         # a module pickled whole before the names (and proj_size) were kept
         super().__setstate__(state)
@@ -327,6 +342,7 @@ class LLTMSequence(nn.Module):
             self._names = self._parameter_names()
         self.__dict__.setdefault("proj_size", 0)
         self.__dict__.setdefault("_replaced", set())
+        self.__dict__["_parameters"] = _LayerParameters(self._parameters)
 
     def reset_parameters(self) -> None:
         bound = 1.0 / math.sqrt(self.hidden_size)
@@ -629,6 +645,33 @@ class LLTMSequence(nn.Module):
 
 # nn.LSTM's parameter names that LLTMSequence answers with views (both biases: its one bias)
 _LSTM_NAME = re.compile(r"(weight_ih|weight_hh|bias_ih|bias_hh)_l(\d+)(_reverse)?")
+
+
+def _own_storage(weight: Tensor | None) -> None:
+    """Gives a layer's weight storage of its own, the same values. Code
+    written for ``nn.LSTM`` removes ``weight_hh_l{k}`` after reading it and
+    trains a copy made from what it read (weight dropout's raw weight):
+    here that is a view of ``weight_l{k}``'s columns, and without this the
+    copy and the weight would share them (each optimizer step, weight
+    decay and all, applied to them twice)."""
+    if weight is not None:
+        weight.data = weight.data.clone()
+
+
+class _LayerParameters(dict):
+    """LLTMSequence's ``_parameters``, where ``del module._parameters[name]``
+    of one of nn.LSTM's weight names, as torchnlp's and awd-lstm-lm's
+    weight dropout run it, is ``del module.name`` (see ``__delattr__``),
+    not a KeyError. The module pickles it as a plain dict (``torch.load``'s
+    weights_only loads it with the module alone allowed)."""
+
+    def __delitem__(self, key: str) -> None:
+        alias = None if key in self else _LSTM_NAME.fullmatch(key)
+        weight = None if alias is None else self.get(f"weight_l{alias.group(2)}{alias.group(3) or ''}")
+        if weight is None or not alias.group(1).startswith("weight"):
+            super().__delitem__(key)
+        else:
+            _own_storage(weight)
 
 
 class _ReorderRows(torch.autograd.Function):
