@@ -451,12 +451,16 @@ def bench(session: nox.Session) -> None:
     not the median, because a burst of interference on a shared host moves
     a median by 30% without any change in the code, and a real regression
     moves every round.
-    `-- --save-baseline` writes that file from this run; `-- --publish` copies
+    `-- --save-baseline` writes that file from this run; `-- --widen-baseline`
+    widens it by this run, a run of the same kernels on another host of that
+    GPU (each row the slower of the two); `-- --publish` copies
     the run's JSON to benchmarks/results/<device>.json, which the docs'
     performance page is built from."""
     save_baseline = "--save-baseline" in session.posargs
+    widen_baseline = "--widen-baseline" in session.posargs
     publish = "--publish" in session.posargs
-    posargs = [a for a in session.posargs if a not in ("--save-baseline", "--publish")]
+    flags = ("--save-baseline", "--widen-baseline", "--publish")
+    posargs = [a for a in session.posargs if a not in flags]
     if _running_torch_has_cuda():
         session.log("bench: on the GPU, with the running interpreter's CUDA torch; building kernforge")
         _link_running_torch(session)
@@ -477,7 +481,7 @@ def bench(session: nox.Session) -> None:
     out_json = results / f"{device}.json"
     baseline = ROOT / "benchmarks" / "baselines" / f"{device}.json"
     compare = []
-    if baseline.exists() and not save_baseline:
+    if baseline.exists() and not (save_baseline or widen_baseline):
         compare = [f"--benchmark-compare={baseline}", "--benchmark-compare-fail=min:10%"]
     else:
         session.log(f"no baseline for {device} ({baseline.relative_to(ROOT)}): nothing to compare against")
@@ -497,8 +501,10 @@ def bench(session: nox.Session) -> None:
     )  # fmt: skip
     session.log(f"bench: the table, the targets and the report ({results.relative_to(ROOT)}/{device}.md)")
     report = ["python", str(ROOT / "benchmarks" / "report.py"), str(out_json), "--out", str(results)]
-    if save_baseline:
+    if save_baseline or widen_baseline:
         report += ["--baseline-out", str(baseline)]
+    if widen_baseline and baseline.exists():
+        report += ["--widen-baseline"]
     session.run(*report)
     if publish:
         published = ROOT / "benchmarks" / "results" / f"{device}.json"

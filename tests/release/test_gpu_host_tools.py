@@ -1,7 +1,8 @@
 """The GPU host's tooling that runs without a GPU: the commands of
 `nox -s sanitize` and reading compute-sanitizer's logs (ci/sanitizer.py),
-and the GPU each pytest-xdist worker takes on a host of several
-(tests/conftest.py)."""
+the GPU each pytest-xdist worker takes on a host of several
+(tests/conftest.py), and the bench's regression baseline written from two
+hosts' runs (benchmarks/report.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ import pytest
 from conftest import build_folder, gpu_order_for_worker, threads_for_worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ci"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import lanes
+import report
 import sanitizer
 
 START = "========= COMPUTE-SANITIZER\nbringing up nodes...\n........ [100%]\n"
@@ -336,3 +339,14 @@ def test_lanes_command_line(tmp_path, capsys):
 )
 def test_each_worker_takes_its_share_of_the_cores(cpus, workers, threads):
     assert threads_for_worker(cpus, workers) == threads
+
+
+def _bench(name: str, fastest: float, median: float) -> dict:
+    return {"fullname": name, "stats": {"min": fastest, "median": median, "iqr": 0.01 * median}}
+
+
+def test_widened_baseline_keeps_each_row_from_the_slower_host():
+    old = [_bench("a", 1.0, 1.1), _bench("b", 2.0, 2.1), _bench("gone", 3.0, 3.1)]
+    new = [_bench("a", 1.2, 1.3), _bench("b", 1.9, 2.0), _bench("added", 4.0, 4.1)]
+    widened = {b["fullname"]: b["stats"]["min"] for b in report.widen(old, new)}
+    assert widened == {"a": 1.2, "added": 4.0, "b": 2.0, "gone": 3.0}
