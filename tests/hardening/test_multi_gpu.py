@@ -1,12 +1,14 @@
 """Two GPUs: every op runs on its tensors' device whichever device is
-current (the kernels' device guard), and inputs on two devices get a clear
-error. DDP over two GPUs: test_ddp.py."""
+current (the kernels' device guard), inputs on two devices get a clear
+error, and a model holding an LLTMSequence runs under nn.DataParallel. DDP
+over two GPUs: test_ddp.py."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 from torch.autograd import DeviceType
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.profiler import ProfilerActivity, profile
 
 import kernforge
@@ -73,3 +75,42 @@ def test_lltm_mixed_devices_are_refused(moved):
     with pytest.raises(RuntimeError, match="expected all tensors on one device") as info:
         kernforge.lltm(*args.values())
     assert "cuda:1" in str(info.value)
+
+
+class _Tagger(torch.nn.Module):
+    """As NLP code runs under nn.DataParallel: each replica packs its share
+    of the batch (lengths scattered with it) and pads back to the batch's
+    full length, which DataParallel's gather needs."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = kernforge.nn.LLTMSequence(6, 8, 2, batch_first=True, bidirectional=True)
+        self.out = torch.nn.Linear(16, 3)
+
+    def forward(self, x, lengths):
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, (h_n, _) = self.rnn(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.size(1))
+        return self.out(out), h_n.transpose(0, 1)  # h_n batch first, for the gather
+
+
+def test_lltm_sequence_under_data_parallel_equals_one_device():
+    torch.manual_seed(5)
+    model = _Tagger().cuda()
+    x = torch.randn(6, 9, 6, device="cuda")
+    lengths = torch.tensor([9, 3, 7, 1, 9, 5], device="cuda")
+    upstream = torch.randn(6, 9, 3, device="cuda")
+
+    def step(run):
+        model.zero_grad()
+        out, h_n = run(x, lengths)
+        (out * upstream).sum().add(h_n.sum()).backward()
+        return out, h_n, *(p.grad.clone() for p in model.parameters())
+
+    want = step(model)
+    parallel = torch.nn.DataParallel(model, device_ids=[0, 1])
+    got = []
+    kernels = _our_kernels(lambda: got.extend(step(parallel)))
+    assert {device for _, device in kernels} == {0, 1}, kernels
+    for g, w in zip(got, want, strict=True):
+        close(g, w, rtol=1e-4, atol=1e-5)
