@@ -933,6 +933,43 @@ def test_weight_dropout_removing_the_lstm_parameter(copy_of):
         torch.testing.assert_close(loaded(x)[0], layer(x)[0], rtol=0, atol=0)
 
 
+def test_weight_norm_on_an_lstm_weight_name():
+    """``torch.nn.utils.weight_norm(rnn, "weight_hh_l0")`` (deprecated, in much
+    code written for nn.LSTM) takes the name out of ``_parameters``, trains
+    g and v, and sets the weight they make before each forward; removing it
+    sets a Parameter under the name. The outputs stay the module's."""
+    torch.manual_seed(0)
+    layer = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+    x = torch.randn(5, 3, 4, dtype=torch.float64)
+    with torch.no_grad():
+        want = layer(x)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch's: use parametrizations
+        torch.nn.utils.weight_norm(layer, "weight_hh_l0")
+    names = sorted(n for n, _ in layer.named_parameters())
+    assert names == ["bias_l0", "bias_l1", "weight_hh_l0_g", "weight_hh_l0_v", "weight_l0", "weight_l1"]
+    got = layer(x)[0]
+    close(got, want, **TOL[torch.float64])
+    got.sum().backward()
+    assert layer.weight_hh_l0_g.grad is not None and layer.weight_hh_l0_v.grad is not None
+    with torch.no_grad():
+        layer.weight_hh_l0_g.mul_(2)  # g scales the rows of the weight the forward runs on
+        twin = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+        twin.load_state_dict({k: v for k, v in layer.state_dict().items() if not k.startswith("weight_hh")})
+        twin.weight_l0[:, :6] = 2 * layer.weight_hh_l0_v
+        close(layer(x)[0], twin(x)[0], **TOL[torch.float64])
+    torch.nn.utils.remove_weight_norm(layer, "weight_hh_l0")
+    assert sorted(n for n, _ in layer.named_parameters()) == [
+        "bias_l0",
+        "bias_l1",
+        "weight_hh_l0",
+        "weight_l0",
+        "weight_l1",
+    ]
+    with torch.no_grad():
+        close(layer(x)[0], twin(x)[0], **TOL[torch.float64])
+
+
 def test_lstm_names_set_wrongly_raise():
     model = kernforge.nn.LLTMSequence(4, 6, 2)
     message = "weight_hh_l1 must be [3 * hidden_size, 6] = [18, 6] (the LLTM's three gates, where the LSTM"

@@ -139,7 +139,8 @@ class LLTMSequence(nn.Module):
     name is deleted; the biases' names take no tensor (the LLTM has one
     bias: set ``bias_l{k}``). Deleting a weight name (``del
     layer.weight_hh_l0``, or ``del layer._parameters["weight_hh_l0"]`` as
-    torchnlp's and awd-lstm-lm's weight dropout do) gives the layer's
+    torchnlp's and awd-lstm-lm's weight dropout and
+    ``torch.nn.utils.weight_norm`` do) gives the layer's
     weight storage of its own: a raw copy made from the view read before
     trains apart from the weight.
 
