@@ -970,6 +970,93 @@ def test_weight_norm_on_an_lstm_weight_name():
         close(layer(x)[0], twin(x)[0], **TOL[torch.float64])
 
 
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
+def test_flat_weights_and_parameters_by_lstm_name(bidirectional):
+    """d2l's and many tutorials' RNN init walks ``_flat_weights_names`` and
+    initializes ``_parameters[name]`` in place: the same names as nn.LSTM's,
+    each reaching the LLTM's weight columns (a Parameter over their storage)
+    or its one bias; names the layer lacks stay a KeyError."""
+    torch.manual_seed(0)
+    model = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=bidirectional)
+    lstm = torch.nn.LSTM(4, 6, 2, bidirectional=bidirectional)
+    assert model._flat_weights_names == lstm._flat_weights_names
+    assert [tuple(t.shape) for t in model._flat_weights] == [
+        (18, t.shape[1]) if t.dim() == 2 else (18,) for t in lstm._flat_weights
+    ]
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for name in model._flat_weights_names:
+        if "weight" in name:
+            torch.nn.init.xavier_uniform_(model._parameters[name])
+        else:
+            model._parameters[name].data.fill_(0.25)
+    assert sorted(dict(model.named_parameters())) == sorted(before)
+    for name, p in model.named_parameters():
+        if name.startswith("bias"):
+            assert torch.equal(p, torch.full_like(p, 0.25))
+            assert model._parameters[name.replace("bias", "bias_hh")] is p
+        else:  # every column redrawn, bounded by xavier's bound of each block
+            recurrent, inputs = p[:, :6], p[:, 6:]
+            assert not torch.isclose(p, before[name]).any()
+            assert recurrent.abs().max() <= (6 / (18 + 6)) ** 0.5
+            assert inputs.abs().max() <= (6 / (18 + inputs.shape[1])) ** 0.5
+    view = model._parameters["weight_ih_l1"]
+    assert isinstance(view, torch.nn.Parameter) and view.untyped_storage().data_ptr() == (
+        model.weight_l1.untyped_storage().data_ptr()
+    )
+    for name in ("weight_hh_l2", "bias_l0_reverse" if not bidirectional else "bias_l2", "weight_hh"):
+        with pytest.raises(KeyError, match=name):
+            model._parameters[name]
+    with pytest.raises(KeyError, match="bias_ih_l0"):
+        kernforge.nn.LLTMSequence(4, 6, bias=False)._parameters["bias_ih_l0"]
+
+
+def test_spectral_norm_on_an_lstm_weight_name():
+    """``torch.nn.utils.spectral_norm(rnn, "weight_hh_l0")`` takes the Parameter
+    from ``_parameters``, registers it as ``weight_hh_l0_orig`` and sets the
+    weight over sigma before each forward: the forward runs on that weight
+    (against a twin), the original trains alone, the state dict loads into
+    a twin so wrapped, and removing it registers a Parameter under the name."""
+    torch.manual_seed(0)
+    layer = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+    weight = layer.weight_l0
+    torch.nn.utils.spectral_norm(layer, "weight_hh_l0")
+    orig = layer.weight_hh_l0_orig
+    assert orig.untyped_storage().data_ptr() != weight.untyped_storage().data_ptr()
+    x = torch.randn(5, 3, 4, dtype=torch.float64)
+    out = layer(x)[0]
+    out.sum().backward()
+    assert orig.grad is not None and torch.count_nonzero(weight.grad[:, :6]) == 0
+    layer.eval()
+    twin = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+    with torch.no_grad():
+        got = layer(x)[0]
+        sigma = torch.dot(layer.weight_hh_l0_u, orig @ layer.weight_hh_l0_v)  # eval: no power step
+        twin.load_state_dict(
+            {
+                k: v
+                for k, v in layer.state_dict().items()
+                if k in ("weight_l0", "bias_l0", "weight_l1", "bias_l1")
+            }
+        )
+        twin.weight_l0[:, :6] = orig / sigma
+        close(got, twin(x)[0], **TOL[torch.float64])
+        loaded = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+        torch.nn.utils.spectral_norm(loaded, "weight_hh_l0")
+        loaded.load_state_dict(layer.state_dict())
+        loaded.eval()
+        torch.testing.assert_close(loaded(x)[0], got, rtol=0, atol=0)
+    torch.nn.utils.remove_spectral_norm(layer, "weight_hh_l0")
+    assert sorted(n for n, _ in layer.named_parameters()) == [
+        "bias_l0",
+        "bias_l1",
+        "weight_hh_l0",
+        "weight_l0",
+        "weight_l1",
+    ]
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x)[0], got, rtol=0, atol=0)
+
+
 def test_lstm_names_set_wrongly_raise():
     model = kernforge.nn.LLTMSequence(4, 6, 2)
     message = "weight_hh_l1 must be [3 * hidden_size, 6] = [18, 6] (the LLTM's three gates, where the LSTM"

@@ -132,17 +132,21 @@ class LLTMSequence(nn.Module):
     are both the layer's one bias; an in-place ``nn.init`` on a view
     changes the weight. ``_all_weights`` and ``all_weights`` list those
     names and tensors as ``nn.LSTM``'s do, layer by layer and direction by
-    direction. ``named_parameters()`` lists only the weights and biases
-    above. Setting ``weight_hh_l{k}`` or ``weight_ih_l{k}`` to a tensor
-    (a Parameter, or a tensor made before each forward, as weight-dropout
+    direction, and ``_flat_weights_names`` and ``_flat_weights`` in one
+    list; ``_parameters[name]`` of such a name is the bias, or a Parameter
+    over the weight's columns (their storage), for code that initializes
+    it in place or takes it over (``torch.nn.utils.spectral_norm``).
+    ``named_parameters()`` lists only the weights and biases above.
+    Setting ``weight_hh_l{k}`` or ``weight_ih_l{k}`` to a tensor (a
+    Parameter, or a tensor made before each forward, as weight-dropout
     code does) runs the forward on it in place of those columns, until the
     name is deleted; the biases' names take no tensor (the LLTM has one
     bias: set ``bias_l{k}``). Deleting a weight name (``del
     layer.weight_hh_l0``, or ``del layer._parameters["weight_hh_l0"]`` as
     torchnlp's and awd-lstm-lm's weight dropout and
-    ``torch.nn.utils.weight_norm`` do) gives the layer's
-    weight storage of its own: a raw copy made from the view read before
-    trains apart from the weight.
+    ``torch.nn.utils.weight_norm`` and ``spectral_norm`` do) gives the
+    layer's weight storage of its own: a raw copy made from the view read
+    before trains apart from the weight.
 
     Shape:
         forward(input, hx=None) -> (output, (h_n, c_n)): input ``[T, B, F]``
@@ -320,6 +324,24 @@ class LLTMSequence(nn.Module):
         """The tensors of ``_all_weights``' names (views of the weights;
         the bias itself), as ``nn.LSTM.all_weights``."""
         return [[getattr(self, name) for name in names] for names in self._all_weights]
+
+    @property
+    def _flat_weights_names(self) -> list[str]:
+        """``_all_weights`` in one list, as ``nn.LSTM``'s (code that
+        initializes an RNN walks it and reads ``_parameters[name]``)."""
+        return [name for names in self._all_weights for name in names]
+
+    @property
+    def _flat_weights(self) -> list[Tensor]:
+        """The tensors of ``_flat_weights_names``, as ``nn.LSTM``'s."""
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    def register_parameter(self, name: str, param: nn.Parameter | None) -> None:
+        # torch.nn.utils.remove_spectral_norm registers the LSTM's name back
+        if "_replaced" in self.__dict__ and _LSTM_NAME.fullmatch(name):
+            self.__setattr__(name, param)
+            return
+        super().register_parameter(name, param)
 
     def _suffixes(self) -> tuple[str, ...]:
         return ("", "_reverse") if self.bidirectional else ("",)
@@ -665,6 +687,24 @@ class _LayerParameters(dict):
     weight dropout run it, is ``del module.name`` (see ``__delattr__``),
     not a KeyError. The module pickles it as a plain dict (``torch.load``'s
     weights_only loads it with the module alone allowed)."""
+
+    def __missing__(self, key: str) -> nn.Parameter:
+        # self[key] of one of nn.LSTM's names, as code written for it reads
+        # them (to initialize them in place, or to take one over as
+        # torch.nn.utils.spectral_norm does): the bias itself, or a Parameter
+        # over the weight's columns, sharing their storage.
+        alias = _LSTM_NAME.fullmatch(key)
+        weight = None if alias is None else self.get(f"weight_l{alias.group(2)}{alias.group(3) or ''}")
+        if weight is None:
+            raise KeyError(key)
+        if alias.group(1).startswith("bias"):
+            bias = self.get(f"bias_l{alias.group(2)}{alias.group(3) or ''}")
+            if bias is None:
+                raise KeyError(key)
+            return bias
+        S = weight.shape[0] // 3
+        columns = weight.data[:, :S] if alias.group(1) == "weight_hh" else weight.data[:, S:]
+        return nn.Parameter(columns, requires_grad=weight.requires_grad)
 
     def __delitem__(self, key: str) -> None:
         alias = None if key in self else _LSTM_NAME.fullmatch(key)
