@@ -482,7 +482,7 @@ class LLTMSequence(nn.Module):
         return self._forward(F, input, hx)
 
     # torch.jit.script compiles forward's scripted branch; these are Python's.
-    __jit_unused_properties__ = ("_all_weights", "all_weights")
+    __jit_unused_properties__ = ("_all_weights", "all_weights", "_flat_weights_names", "_flat_weights")
 
     def __prepare_scriptable__(self):
         # torch.jit.script calls this first. TorchScript has no getattr by a
