@@ -105,6 +105,8 @@ class LLTM(nn.Module):
 class LLTMSequence(nn.Module):
     """The LLTM cell run over sequences, layer upon layer, shaped like
     ``torch.nn.LSTM`` (see :func:`kernforge.functional.lltm_sequence`).
+    The model is the LLTM's, not the LSTM's: with no forget gate its cell
+    state only adds, and ``tanh(c)`` saturates as a sequence goes on.
 
     Args:
         input_size: F, the size of each input.
