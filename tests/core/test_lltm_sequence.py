@@ -933,6 +933,11 @@ def test_weight_dropout_removing_the_lstm_parameter(copy_of):
         torch.testing.assert_close(loaded(x)[0], layer(x)[0], rtol=0, atol=0)
 
 
+# A two-layer layer's parameters once a wrapper that took weight_hh_l0 over
+# (weight norm, spectral norm) is removed: the name is a Parameter again.
+NAMES_WITH_WEIGHT_HH_L0_SET_BACK = ["bias_l0", "bias_l1", "weight_hh_l0", "weight_l0", "weight_l1"]
+
+
 def test_weight_norm_on_an_lstm_weight_name():
     """``torch.nn.utils.weight_norm(rnn, "weight_hh_l0")`` (deprecated, in much
     code written for nn.LSTM) takes the name out of ``_parameters``, trains
@@ -959,13 +964,7 @@ def test_weight_norm_on_an_lstm_weight_name():
         twin.weight_l0[:, :6] = 2 * layer.weight_hh_l0_v
         close(layer(x)[0], twin(x)[0], **TOL[torch.float64])
     torch.nn.utils.remove_weight_norm(layer, "weight_hh_l0")
-    assert sorted(n for n, _ in layer.named_parameters()) == [
-        "bias_l0",
-        "bias_l1",
-        "weight_hh_l0",
-        "weight_l0",
-        "weight_l1",
-    ]
+    assert sorted(n for n, _ in layer.named_parameters()) == NAMES_WITH_WEIGHT_HH_L0_SET_BACK
     with torch.no_grad():
         close(layer(x)[0], twin(x)[0], **TOL[torch.float64])
 
@@ -1046,13 +1045,7 @@ def test_spectral_norm_on_an_lstm_weight_name():
         loaded.eval()
         torch.testing.assert_close(loaded(x)[0], got, rtol=0, atol=0)
     torch.nn.utils.remove_spectral_norm(layer, "weight_hh_l0")
-    assert sorted(n for n, _ in layer.named_parameters()) == [
-        "bias_l0",
-        "bias_l1",
-        "weight_hh_l0",
-        "weight_l0",
-        "weight_l1",
-    ]
+    assert sorted(n for n, _ in layer.named_parameters()) == NAMES_WITH_WEIGHT_HH_L0_SET_BACK
     with torch.no_grad():
         torch.testing.assert_close(layer(x)[0], got, rtol=0, atol=0)
 
