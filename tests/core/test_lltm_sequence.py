@@ -1050,6 +1050,40 @@ def test_spectral_norm_on_an_lstm_weight_name():
         torch.testing.assert_close(layer(x)[0], got, rtol=0, atol=0)
 
 
+def test_parametrizations_on_the_layer_weight():
+    """torch.nn.utils.parametrize (parametrizations.weight_norm, orthogonal)
+    takes the layer's own weight_l{k}: the forward runs on the weight it
+    makes, and its originals train. The LSTM's names are views, not
+    parameters, and parametrize refuses them (ValueError naming the name)."""
+    torch.manual_seed(0)
+    layer = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+    x = torch.randn(5, 3, 4, dtype=torch.float64)
+    before = layer.weight_l0.detach().clone()
+    with torch.no_grad():
+        want = layer(x)[0]
+    torch.nn.utils.parametrizations.weight_norm(layer, "weight_l0")
+    got = layer(x)[0]
+    close(got, want, **TOL[torch.float64])  # g and v start as the weight's own norm and direction
+    got.sum().backward()
+    originals = layer.parametrizations.weight_l0
+    assert originals.original0.grad is not None and originals.original1.grad is not None
+    with torch.no_grad():
+        originals.original0.mul_(3)  # g scales each row of the weight the forward runs on
+        twin = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+        twin.load_state_dict(
+            {k: v for k, v in layer.state_dict().items() if "weight_l0" not in k}, strict=False
+        )
+        twin.weight_l0.copy_(3 * before)
+        close(layer(x)[0], twin(x)[0], **TOL[torch.float64])
+    square = kernforge.nn.LLTMSequence(4, 6, dtype=torch.float64)
+    torch.nn.utils.parametrizations.orthogonal(square, "weight_l0")
+    w = square.weight_l0  # [18, 10]: orthonormal columns
+    close(w.T @ w, torch.eye(10, dtype=torch.float64), rtol=0, atol=1e-10)
+    square(x)[0].sum().backward()
+    with pytest.raises(ValueError, match="weight_hh_l0"):
+        torch.nn.utils.parametrizations.weight_norm(kernforge.nn.LLTMSequence(4, 6), "weight_hh_l0")
+
+
 def test_lstm_names_set_wrongly_raise():
     model = kernforge.nn.LLTMSequence(4, 6, 2)
     message = "weight_hh_l1 must be [3 * hidden_size, 6] = [18, 6] (the LLTM's three gates, where the LSTM"

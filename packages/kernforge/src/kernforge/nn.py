@@ -148,7 +148,9 @@ class LLTMSequence(nn.Module):
     torchnlp's and awd-lstm-lm's weight dropout and
     ``torch.nn.utils.weight_norm`` and ``spectral_norm`` do) gives the
     layer's weight storage of its own: a raw copy made from the view read
-    before trains apart from the weight.
+    before trains apart from the weight. ``torch.nn.utils.parametrize``
+    (``parametrizations.weight_norm``, ``orthogonal``) takes the layer's
+    own ``weight_l{k}``; it refuses the LSTM's names, which are views.
 
     Shape:
         forward(input, hx=None) -> (output, (h_n, c_n)): input ``[T, B, F]``
