@@ -1624,6 +1624,31 @@ def test_generation_token_by_token_equals_the_whole_sequence(device, layers):
     close(whole, model.reference(x, hx)[0], **TOL[torch.float64])
 
 
+@pytest.mark.parametrize("layers", [1, 2])
+def test_generation_takes_a_reordered_strided_state(device, layers):
+    # Beam search reorders the carried state every token and may hand it
+    # back as strided views (OpenNMT-py's does; cuDNN's LSTM then raises
+    # "rnn: hx is not contiguous"): any strides give what the contiguous
+    # copies give, on the token path too.
+    gen = torch.Generator().manual_seed(131)
+    model = kernforge.nn.LLTMSequence(16, 32, layers, device=device).eval()
+    beams = 5
+    x = random((6, beams, 16), torch.float32, device, gen)
+    wide = random((layers, beams, 2, 32), torch.float32, device, gen)  # h and c side by side
+    order = torch.tensor([2, 2, 0, 4, 1], device=device)
+    with torch.no_grad():
+        for t in range(6):
+            state = (wide[:, :, 0], wide[:, :, 1])
+            assert not state[0].is_contiguous()
+            dense = tuple(s.contiguous() for s in state)
+            out, (h, c) = model(x[t : t + 1], state)
+            want, (want_h, want_c) = model(x[t : t + 1], dense)
+            for got, expected in ((out, want), (h, want_h), (c, want_c)):
+                close(got, expected, **TOL[torch.float32])
+            close(out, model.reference(x[t : t + 1], dense)[0], **TOL[torch.float32])
+            wide = torch.stack([h.index_select(1, order), c.index_select(1, order)], dim=2)
+
+
 def _token_kernels(fn):
     """The token kernels that fn() launches, by name."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
