@@ -232,8 +232,7 @@ class LLTMSequence(nn.Module):
         kind, k, sfx = self._lstm_name(name)
         if kind.startswith("bias"):  # the LLTM's one bias answers both of the LSTM's
             return getattr(self, f"bias_l{k}{sfx}")
-        weight, S = getattr(self, f"weight_l{k}{sfx}"), self.hidden_size
-        return weight[:, :S] if kind == "weight_hh" else weight[:, S:]
+        return _lstm_columns(getattr(self, f"weight_l{k}{sfx}"), kind)
 
     def __setattr__(self, name: str, value) -> None:
         # A tensor set under nn.LSTM's weight names (a Parameter, or a tensor
@@ -674,6 +673,19 @@ class LLTMSequence(nn.Module):
 _LSTM_NAME = re.compile(r"(weight_ih|weight_hh|bias_ih|bias_hh)_l(\d+)(_reverse)?")
 
 
+def _layer(alias: re.Match) -> str:
+    """The layer-and-direction part of LLTMSequence's own names (``l1_reverse``)
+    for a match of _LSTM_NAME."""
+    return f"l{alias.group(2)}{alias.group(3) or ''}"
+
+
+def _lstm_columns(weight: Tensor, kind: str) -> Tensor:
+    """The view of a layer's weight [3S, S + F_k] that nn.LSTM's ``kind``
+    names: ``weight_hh`` the first S columns, ``weight_ih`` the rest."""
+    S = weight.shape[0] // 3
+    return weight[:, :S] if kind == "weight_hh" else weight[:, S:]
+
+
 def _own_storage(weight: Tensor | None) -> None:
     """Gives a layer's weight storage of its own, the same values. Code
     written for ``nn.LSTM`` removes ``weight_hh_l{k}`` after reading it and
@@ -698,21 +710,19 @@ class _LayerParameters(dict):
         # torch.nn.utils.spectral_norm does): the bias itself, or a Parameter
         # over the weight's columns, sharing their storage.
         alias = _LSTM_NAME.fullmatch(key)
-        weight = None if alias is None else self.get(f"weight_l{alias.group(2)}{alias.group(3) or ''}")
+        weight = None if alias is None else self.get(f"weight_{_layer(alias)}")
         if weight is None:
             raise KeyError(key)
         if alias.group(1).startswith("bias"):
-            bias = self.get(f"bias_l{alias.group(2)}{alias.group(3) or ''}")
+            bias = self.get(f"bias_{_layer(alias)}")
             if bias is None:
                 raise KeyError(key)
             return bias
-        S = weight.shape[0] // 3
-        columns = weight.data[:, :S] if alias.group(1) == "weight_hh" else weight.data[:, S:]
-        return nn.Parameter(columns, requires_grad=weight.requires_grad)
+        return nn.Parameter(_lstm_columns(weight.data, alias.group(1)), requires_grad=weight.requires_grad)
 
     def __delitem__(self, key: str) -> None:
         alias = None if key in self else _LSTM_NAME.fullmatch(key)
-        weight = None if alias is None else self.get(f"weight_l{alias.group(2)}{alias.group(3) or ''}")
+        weight = None if alias is None else self.get(f"weight_{_layer(alias)}")
         if weight is None or not alias.group(1).startswith("weight"):
             super().__delitem__(key)
         else:
