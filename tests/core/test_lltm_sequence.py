@@ -29,25 +29,25 @@ TOL = {
     torch.float16: {"rtol": 1e-2, "atol": 1e-2},
 }
 DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).removeprefix("torch."))
-# (T, B, F, S): one step, tile edges, a batch past one block of rows, and
-# on CUDA the persistent kernels' layouts. One thread-block cluster: 4 and 9
-# blocks (over the portable 8) of one unit, 14 blocks of 3 units with the
-# last short (B = 33), 16 blocks of 4 units with a batch of 64 (two
-# backward product items a thread). The cooperative grid: S = 256 and a
-# batch of 64 at S = 96, batch groups with a short last group (B = 33,
-# S = 300), several hidden units a block with the last block short
+# (T, B, F, S): one step, tile edges, a batch past one block of rows, and on
+# CUDA the persistent kernels' layouts. One thread-block cluster: 4 and 9
+# blocks (over the portable 8) of one unit, 14 blocks of 3 units with the last
+# short (B = 33), 16 blocks of 4 units with a batch of 64 (two backward
+# product items a thread), of 16 units (S = 256, B = 8) and of 6 units at a
+# batch of 64 (S = 96: three items a thread). The cooperative grid: S = 256
+# (B = 12) and a batch of 64 at S = 112, batch groups with a short last group
+# (B = 33, S = 300), several hidden units a block with the last block short
 # (S = 521), one group with the operand staged in chunks (S = 1024: the
-# forward at B = 32, the backward at B = 16); in float the backward takes
-# its rows by bulk copy where S % 4 == 0 (S = 256, 96, 300: with a short
-# last group) and stages them at S = 521 (B = 16), 1024. A batch of 64 at
-# S = 521 (backward) and 1024 steps by cuBLAS: a thread of the grid would
-# sum more than 192 values a step. And a batch of 256 in 8 groups of 32
-# rows (S = 128); a batch above them (cuBLAS per step). No input features
-# (F = 0: the projection is zeros), and a wide input (F = 2100) on one
-# cluster. In
-# float the cluster multiplies x itself where F % 4 == 0 and F <= 64: one
-# step at F = 64, two steps, an odd number of steps at the benchmark's
-# (16, 32, 128) and B = 33.
+# forward at B = 32, the backward at B = 16); in float the backward takes its
+# rows by bulk copy where S % 4 == 0 (S = 256, 112, 300: with a short last
+# group) and stages them at S = 521 (B = 16), 1024. A batch of 64 at S = 521
+# (backward) and 1024 steps by cuBLAS: a thread of the grid would sum more
+# than 192 values a step. And a batch of 256 in 8 groups of 32 rows (S = 128);
+# a batch above them (cuBLAS per step). No input features (F = 0: the
+# projection is zeros), and a wide input (F = 2100) on one cluster. In float
+# the cluster multiplies x itself where F % 4 == 0 and F <= 64: one step at
+# F = 64, two steps, an odd number of steps at the benchmark's (16, 32, 128)
+# and B = 33.
 SIZES = [
     (1, 2, 3, 4),
     (5, 4, 0, 12),
@@ -59,7 +59,9 @@ SIZES = [
     (16, 33, 20, 40),
     (6, 64, 5, 64),
     (3, 8, 4, 256),
+    (3, 12, 4, 256),
     (4, 64, 5, 96),
+    (4, 64, 5, 112),
     (6, 33, 7, 300),
     (5, 64, 6, 521),
     (5, 16, 6, 521),
@@ -1238,7 +1240,7 @@ def test_bad_backward_input(device):
 # operand (S = 521), a batch of 200 in groups; cuBLAS per step (B = 300);
 # no input features.
 PACKED_SIZES = [
-    (5, 3, 4), (16, 32, 128), (33, 20, 40), (64, 5, 64), (8, 4, 256), (33, 7, 300), (64, 6, 521),
+    (5, 3, 4), (16, 32, 128), (33, 20, 40), (64, 5, 64), (12, 4, 256), (33, 7, 300), (64, 6, 521),
     (200, 6, 96), (300, 8, 64), (6, 0, 12),
 ]  # fmt: skip
 
