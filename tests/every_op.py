@@ -45,16 +45,26 @@ def call(module, op: str, args) -> list[torch.Tensor]:
 
 
 def forward_backward(module, op: str, args) -> list[torch.Tensor]:
-    """Outputs and the gradients of sum(output * weight) for every input in
-    `args` (which must require grad). The weights cycle through five values,
-    none of them 1 (a wrong gradient layout would not cancel out), each exact
-    in every float dtype (the float64 reference gets the same ones)."""
+    """Outputs and the gradients of :func:`forward_backward_loss` for every
+    input in `args` (which must require grad)."""
     outs = call(module, op, args)
+    loss = _weighted_sum(outs)
+    return [o.detach() for o in outs] + list(torch.autograd.grad(loss, args))
+
+
+def forward_backward_loss(module, op: str, args) -> torch.Tensor:
+    """sum(output * weight) over the op's outputs. The weights cycle through
+    five values, none of them 1 (a wrong gradient layout would not cancel
+    out), each exact in every float dtype (the float64 reference gets the
+    same ones)."""
+    return _weighted_sum(call(module, op, args))
+
+
+def _weighted_sum(outs) -> torch.Tensor:
     weights = [
         ((torch.arange(o.numel(), device=o.device) % 5 - 2.5) / 2).to(o.dtype).view_as(o) for o in outs
     ]
-    loss = sum((o * w).sum() for o, w in zip(outs, weights, strict=True))
-    return [o.detach() for o in outs] + list(torch.autograd.grad(loss, args))
+    return sum((o * w).sum() for o, w in zip(outs, weights, strict=True))
 
 
 def leaves(args) -> list[torch.Tensor]:

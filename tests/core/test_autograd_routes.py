@@ -294,3 +294,126 @@ def test_double_backward_through_the_eager_route(device):
     (grad_a,) = torch.autograd.grad(kernforge.mul(a, b).sum(), a, create_graph=True)
     (grad_b,) = torch.autograd.grad((grad_a * a).sum(), b)
     torch.testing.assert_close(grad_b, a, rtol=0, atol=0)  # d/db sum(b * a) = a
+
+
+# ----------------------------------------------------------------------------- torch.func
+# torch.func's transforms take only an autograd.Function with a setup_context
+# of its own; the wrappers switch to such a twin of each formula under them.
+
+ALL_OPS = [*CORE_OPS, "round_ste"]
+
+
+@pytest.mark.parametrize("op", ALL_OPS)
+def test_torch_func_grad_equals_autograd(op, device):
+    args = every_op.inputs(op, _gen(device), device)
+    want = every_op.forward_backward(kernforge, op, every_op.leaves(args))[-len(args) :]
+
+    def loss(*inputs):
+        return every_op.forward_backward_loss(kernforge, op, inputs)
+
+    got = torch.func.grad(loss, argnums=tuple(range(len(args))))(*args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ALL_OPS)
+def test_torch_func_vmap_runs_the_op_per_example(op, device):
+    gen = _gen(device)
+    examples = [every_op.inputs(op, gen, device) for _ in range(3)]
+    stacked = [torch.stack(parts) for parts in zip(*examples, strict=True)]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "There is a performance drop")  # no batching rule: a loop
+        got = torch.func.vmap(lambda *a: tuple(every_op.call(kernforge, op, a)))(*stacked)
+    for i, ex in enumerate(examples):
+        for g, w in zip(got, every_op.call(kernforge, op, ex), strict=True):
+            torch.testing.assert_close(g[i], w, rtol=0, atol=0)
+
+
+def test_second_derivatives_under_torch_func(device):
+    a, b = every_op.inputs("mul", _gen(device), device)
+    # d/db sum(d/da sum(a * b) * a) = d/db sum(b * a) = a, as with autograd's create_graph
+    grad_b = torch.func.grad(lambda b: (torch.func.grad(lambda a: kernforge.mul(a, b).sum())(a) * a).sum())(b)
+    torch.testing.assert_close(grad_b, a, rtol=0, atol=0)
+    x, W, bias = (torch.randn(*s, device=device) for s in ((3, 2, 4), (9, 7), (9,)))
+
+    def first(W):
+        return torch.func.grad(lambda W: kernforge.lltm_sequence(x, W, bias)[0].sum())(W).sum()
+
+    with pytest.raises(
+        NotImplementedError, match="kernforge::lltm_sequence: double backward is not implemented"
+    ):
+        torch.func.grad(first)(W)
+
+
+def _sequence_loss(model, params, x, lengths):
+    """A classifier's loss over one example x [T, F] (or, with lengths, the
+    packed batch of x [T, B, F]): the squares of the outputs at every step."""
+    if lengths is None:
+        out, (h, _) = torch.func.functional_call(model, params, (x.unsqueeze(1),))
+        return out.pow(2).sum() + h.sum()
+    packed = pack_padded_sequence(x, lengths, enforce_sorted=False)
+    out, (h, _) = torch.func.functional_call(model, params, (packed,))
+    return out.data.pow(2).sum() + h.sum()
+
+
+@pytest.mark.parametrize(
+    ("layers", "bidirectional"), [(1, False), (3, False), (2, True)], ids=["1", "3", "2-bi"]
+)
+def test_per_sample_gradients_of_a_sequence_model(layers, bidirectional, device):
+    # the functorch recipe (vmap over grad with the parameters shared), and
+    # grad over a packed batch, against autograd one example at a time
+    torch.manual_seed(5)
+    model = kernforge.nn.LLTMSequence(5, 6, num_layers=layers, bidirectional=bidirectional, device=device)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    xs = torch.randn(4, 7, 5, device=device)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "There is a performance drop")
+        per_sample = torch.func.vmap(
+            torch.func.grad(lambda p, x: _sequence_loss(model, p, x, None)), in_dims=(None, 0)
+        )(params, xs)
+    for i in range(len(xs)):
+        model.zero_grad()
+        out, (h, _) = model(xs[i].unsqueeze(1))
+        (out.pow(2).sum() + h.sum()).backward()
+        for name, p in model.named_parameters():
+            torch.testing.assert_close(per_sample[name][i], p.grad, rtol=1e-4, atol=1e-5)
+    lengths = torch.tensor([7, 3, 5, 1])
+    batch = xs.transpose(0, 1)
+    got = torch.func.grad(lambda p: _sequence_loss(model, p, batch, lengths))(params)
+    model.zero_grad()
+    _sequence_loss(model, dict(model.named_parameters()), batch, lengths).backward()
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(got[name], p.grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", CORE_OPS)
+def test_eager_route_is_not_the_transformable_twin(op, device):
+    args = every_op.leaves(every_op.inputs(op, _gen(device), device))
+    name = type(every_op.call(kernforge, op, args)[0].grad_fn).__name__
+    assert name.startswith("kernforge_") and "transformable" not in name, name
+
+
+@pytest.mark.parametrize("op", ALL_OPS)
+def test_forward_mode_ad_raises_instead_of_zero_tangents(op, device):
+    # the ops have no forward-mode formula: torch would give zero tangents
+    args = every_op.inputs(op, _gen(device), device)
+    match = f"{op}: forward-mode AD .* is not implemented"
+    with pytest.raises(NotImplementedError, match=match):
+        torch.func.jvp(lambda a: every_op.call(kernforge, op, (a, *args[1:]))[0], args[:1], args[:1])
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(args[0], torch.ones_like(args[0]))
+        with pytest.raises(NotImplementedError, match=match):
+            every_op.call(kernforge, op, (dual, *args[1:]))
+        inside = every_op.call(kernforge, op, args)  # no tangent: runs as outside
+    for i, o in zip(inside, every_op.call(kernforge, op, args), strict=True):
+        torch.testing.assert_close(i, o, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_forward_mode_ad_of_the_sequence_raises(layers, device):
+    model = kernforge.nn.LLTMSequence(5, 6, num_layers=layers, device=device)
+    x = torch.randn(4, 3, 5, device=device)
+    for grad in (True, False):  # with and without a gradient to track
+        with torch.set_grad_enabled(grad), pytest.raises(NotImplementedError, match="forward-mode AD"):
+            torch.func.jacfwd(lambda x: model(x)[0].sum())(x)

@@ -13,8 +13,10 @@ of the kernel (:mod:`kernforge_core.fusion`); eager calls run the kernels.
 from __future__ import annotations
 
 import numbers
+import typing
 
 import torch
+import torch.autograd.forward_ad as _forward_ad
 from torch import Tensor
 
 from . import _checks, fusion
@@ -43,7 +45,22 @@ def _needs_autograd(op: str, **tensors: Tensor) -> bool:
         if not isinstance(t, Tensor):
             raise TypeError(f"kernforge::{op}: {name} must be a Tensor, got {type(t).__name__}")
         grad = grad or t.requires_grad
+    if _forward_ad._current_level >= 0:
+        _no_tangents(op, *tensors.values())
     return (grad and torch.is_grad_enabled()) or _tracing()
+
+
+def _no_tangents(op: str, *tensors) -> None:
+    """Raises NotImplementedError where a tensor carries a forward-mode
+    tangent: the ops have no forward-mode formula, and the tangent of their
+    output would silently be zeros. Called only inside a dual level."""
+    for t in tensors:
+        if isinstance(t, Tensor) and _forward_ad.unpack_dual(t).tangent is not None:
+            raise NotImplementedError(
+                f"kernforge::{op}: forward-mode AD (torch.func.jvp, jacfwd, hessian, "
+                "torch.autograd.forward_ad) is not implemented; reverse mode is (torch.func.grad, "
+                "vjp, jacrev), and kernforge.reference has both"
+            )
 
 
 def _with_autograd(name: str, *args):
@@ -51,57 +68,88 @@ def _with_autograd(name: str, *args):
     compiled: through the op, so that the graph holds the op with its
     registered formula and fake kernel. Eager: through the op's
     ``autograd.Function`` twin (see :func:`_register_autograd`), with the
-    arguments left out filled in from the schema's defaults."""
+    arguments left out filled in from the schema's defaults; under a
+    torch.func transform (grad, vmap, jacrev, ...), through its twin for
+    those, which they require to have a setup_context of its own."""
     if _tracing():
         return getattr(_ops, name).default(*args)
-    apply, defaults = _eager_autograd[name]
-    return apply(*args, *defaults[len(args) :])
+    route = _eager_autograd[name]
+    apply = route.transformable if _transforming() else route.apply
+    return apply(*args, *route.defaults[len(args) :])
 
 
-_eager_autograd = {}
+_transforming = torch._C._are_functorch_transforms_active
+
+
+def _call(name: str, *args):
+    """``kernforge::<name>(*args)`` from inside an autograd formula. A
+    first-order backward (grad mode off) calls it below the autograd key,
+    paying no Python layer; a backward with ``create_graph=True`` (torch.func
+    runs its backward so) with the op's own formula, so that its derivative
+    is taken, or raises where there is none, instead of being zeros."""
+    if torch.is_grad_enabled():
+        return _with_autograd(name, *args)
+    with _below_autograd():
+        return _eager_autograd[name].op(*args)
+
+
+class _Route(typing.NamedTuple):
+    op: torch._ops.OpOverload
+    apply: typing.Callable
+    transformable: typing.Callable
+    defaults: tuple
+
+
+_eager_autograd: dict[str, _Route] = {}
 
 
 def _register_autograd(name: str, backward, setup_context) -> None:
     """Registers ``setup_context`` and ``backward`` as the autograd formula of
     ``kernforge::<name>`` (``torch.library.register_autograd``), and the same
-    two functions as an ``autograd.Function`` for the wrappers' eager calls.
+    two functions as ``autograd.Function`` twins for the wrappers' eager
+    calls: one plain, one for torch.func's transforms.
 
     The registered formula serves ``torch.ops.kernforge`` callers, ``opcheck``
     and ``torch.compile``. Through it, every call also pays torch.library's
     Python layer (default arguments filled in, a redispatch from Python):
     27-39 us of a host-bound LLTM step on an H200 (see
-    benchmarks/PERFORMANCE.md). The Function runs the op below the autograd
-    key and skips that layer."""
+    benchmarks/PERFORMANCE.md). The twins run the op below the autograd key
+    and skip that layer. The plain one calls setup_context from its forward
+    rather than having it as a staticmethod: with one, every apply binds the
+    arguments to forward's signature through inspect (21 us more a call on
+    this project's CPU). torch.func takes only a Function with that
+    staticmethod; vmap runs the op once per example (it has no batching
+    rule), through the rule torch generates."""
     op = getattr(_ops, name).default
     torch.library.register_autograd(f"kernforge::{name}", backward, setup_context=setup_context)
 
-    # setup_context is called from forward, not given to the Function as its
-    # own staticmethod: with one, every apply binds the arguments to forward's
-    # signature through inspect, which cost more than the layer skipped.
     def forward(ctx, *args):
         with _below_autograd():
             output = op(*args)
         setup_context(ctx, args, output)
         return output
 
-    function = type(
+    def transformed_forward(*args):
+        with _below_autograd():
+            return op(*args)
+
+    plain = type(
         f"kernforge_{name}",
         (torch.autograd.Function,),
         {"forward": staticmethod(forward), "backward": staticmethod(backward)},
     )
-    _eager_autograd[name] = (function.apply, tuple(a.default_value for a in op._schema.arguments))
-
-
-def _backward_op(op, *args):
-    """``op(*args)``, a backward op called from an autograd formula, whose own
-    formula raises (:func:`_no_double_backward`). A first-order backward (grad
-    mode off) calls it below the autograd key, paying no Python layer; one with
-    ``create_graph=True`` through its formula, so that a second backward
-    through it raises instead of returning zeros."""
-    if torch.is_grad_enabled():
-        return op(*args)
-    with _below_autograd():
-        return op(*args)
+    transformable = type(
+        f"kernforge_{name}_transformable",
+        (torch.autograd.Function,),
+        {
+            "forward": staticmethod(transformed_forward),
+            "setup_context": staticmethod(setup_context),
+            "backward": staticmethod(backward),
+            "generate_vmap_rule": True,
+        },
+    )
+    defaults = tuple(a.default_value for a in op._schema.arguments)
+    _eager_autograd[name] = _Route(op, plain.apply, transformable.apply, defaults)
 
 
 def _no_double_backward(name: str) -> None:
@@ -115,7 +163,11 @@ def _no_double_backward(name: str) -> None:
             f"with create_graph=True too); for second derivatives use kernforge.reference"
         )
 
-    torch.library.register_autograd(f"kernforge::{name}_backward", backward)
+    _register_autograd(f"{name}_backward", backward, _keeps_nothing)
+
+
+def _keeps_nothing(ctx, inputs, output) -> None:
+    """The setup_context of a formula that needs nothing from the forward."""
 
 
 # ----------------------------------------------------------------------------- mul
@@ -161,8 +213,8 @@ def _mul_setup(ctx, inputs, output):
 
 def _mul_backward(ctx, grad):
     a, b = ctx.saved_tensors
-    grad_a = _ops.mul.default(grad, b) if ctx.needs_input_grad[0] else None
-    grad_b = _ops.mul.default(grad, a) if ctx.needs_input_grad[1] else None
+    grad_a = _call("mul", grad, b) if ctx.needs_input_grad[0] else None
+    grad_b = _call("mul", grad, a) if ctx.needs_input_grad[1] else None
     return grad_a, grad_b
 
 
@@ -223,7 +275,7 @@ def _add_backward(ctx, grad):
     if ctx.needs_input_grad[1]:
         # alpha 1: b's gradient is grad itself, as torch.add's is; no pass over
         # memory, in eager or in compiled code.
-        grad_b = grad if ctx.alpha == 1 else _ops.add_backward.default(grad, ctx.alpha)
+        grad_b = grad if ctx.alpha == 1 else _call("add_backward", grad, ctx.alpha)
     return grad, grad_b, None
 
 
@@ -248,12 +300,10 @@ def _add_backward_setup(ctx, inputs, output):
 
 
 def _add_backward_backward(ctx, grad):
-    return _ops.add_backward.default(grad, ctx.alpha), None
+    return _call("add_backward", grad, ctx.alpha), None
 
 
-torch.library.register_autograd(
-    "kernforge::add_backward", _add_backward_backward, setup_context=_add_backward_setup
-)
+_register_autograd("add_backward", _add_backward_backward, _add_backward_setup)
 
 
 # ----------------------------------------------------------------------------- fused_relu_add
@@ -319,7 +369,7 @@ def _fused_relu_add_backward(ctx, grad):
     (x,) = ctx.saved_tensors
     grad_x = grad_bias = None
     if ctx.needs_input_grad[0]:
-        grad_x, grad_bias = _ops.fused_relu_add_backward.default(grad, x, ctx.bias_grad)
+        grad_x, grad_bias = _call("fused_relu_add_backward", grad, x, ctx.bias_grad)
     elif ctx.bias_grad:  # the bias alone: a column sum, no pass writing grad_x
         grad_bias = grad.sum(tuple(range(grad.dim() - 1))) if grad.dim() > 1 else grad.clone()
     return (
@@ -368,16 +418,14 @@ def _fused_relu_add_backward_backward(ctx, grad_grad_x, grad_grad_bias):
     (x,) = ctx.saved_tensors
     if not ctx.needs_input_grad[0]:
         return None, None, None
-    out, _ = _ops.fused_relu_add_backward.default(grad_grad_x, x, False)
+    out, _ = _call("fused_relu_add_backward", grad_grad_x, x, False)
     if ctx.bias_grad:
-        out = _ops.add.default(out, grad_grad_bias.expand(out.shape), 1.0)
+        out = _call("add", out, grad_grad_bias.expand(out.shape), 1.0)
     return out, None, None
 
 
-torch.library.register_autograd(
-    "kernforge::fused_relu_add_backward",
-    _fused_relu_add_backward_backward,
-    setup_context=_fused_relu_add_backward_setup,
+_register_autograd(
+    "fused_relu_add_backward", _fused_relu_add_backward_backward, _fused_relu_add_backward_setup
 )
 
 
@@ -439,8 +487,8 @@ def _lltm_backward(ctx, grad_h, grad_c, _grad_gates):
         grad_c = torch.zeros_like(c_new)
     # Only the GEMMs whose gradients are asked for run: d_X holds the d_h and
     # d_x column blocks that are.
-    d_X, d_W, d_b, d_c = _backward_op(
-        _ops.lltm_backward.default, grad_h, grad_c, x, W, h, c_new, gates, [need_x, need_W, need_b, need_h]
+    d_X, d_W, d_b, d_c = _call(
+        "lltm_backward", grad_h, grad_c, x, W, h, c_new, gates, [need_x, need_W, need_b, need_h]
     )
     state = h.shape[1] if need_h else 0
     return (
@@ -580,6 +628,8 @@ def _lltm_sequence_call(x, weight, bias, h0, c0, batch_sizes):
         or (h0 is not None and h0.requires_grad)
         or (c0 is not None and c0.requires_grad)
     )
+    if _forward_ad._current_level >= 0:
+        _no_tangents("lltm_sequence", x, weight, bias, h0, c0)
     if grad or _tracing():
         output, c_n, _, _ = _with_autograd("lltm_sequence_forward", x, weight, bias, h0, c0, batch_sizes)
         return output, None, c_n
@@ -646,9 +696,7 @@ def _lltm_sequence_setup(ctx, inputs, output):
 
 def _lltm_sequence_backward(ctx, grad_output, grad_cn, _grad_gates, _grad_cells):
     mask = list(ctx.needs_input_grad[:5])
-    grads = _backward_op(
-        _ops.lltm_sequence_backward.default, grad_output, grad_cn, *ctx.saved_tensors, mask, ctx.batch_sizes
-    )
+    grads = _call("lltm_sequence_backward", grad_output, grad_cn, *ctx.saved_tensors, mask, ctx.batch_sizes)
     return *(g if m else None for g, m in zip(grads, mask, strict=True)), None
 
 
@@ -743,6 +791,8 @@ def lltm_sequence_layers(
         or (c0 is not None and c0.requires_grad)
     )
     if not grad and not _tracing():
+        if _forward_ad._current_level >= 0:
+            _no_tangents("lltm_sequence_layers", x, *weights, *biases, h0, c0)
         with _below_autograd():
             output, h_n, c_n = _ops.lltm_sequence_layers_inference.default(x, weights, biases, h0, c0)
         return output, (h_n, c_n)

@@ -359,7 +359,7 @@ def _${name}_setup(ctx, inputs, output):
 
 def _${name}_backward(ctx, grad):
     a, b = ctx.saved_tensors
-    grad_a, grad_b = _ops.${name}_backward.default(grad, a, b)
+    grad_a, grad_b = _call("${name}_backward", grad, a, b)
     return (grad_a if ctx.needs_input_grad[0] else None, grad_b if ctx.needs_input_grad[1] else None)
 
 
@@ -386,7 +386,7 @@ def _${name}_double_backward(ctx, grad_a, grad_b):
     )
 
 
-torch.library.register_autograd("kernforge::${name}_backward", _${name}_double_backward)
+_register_autograd("${name}_backward", _${name}_double_backward, _keeps_nothing)
 ''')
 
 REFERENCE_FN = Template('''\

@@ -14,6 +14,7 @@ when kernforge-core is installed (``kernforge`` depends on it), the formula
 from __future__ import annotations
 
 import torch
+import torch.autograd.forward_ad as _forward_ad
 from torch import Tensor
 
 try:
@@ -61,6 +62,15 @@ def round_ste(x: Tensor) -> Tensor:
         RuntimeError: for another dtype, a sparse tensor or another device,
             naming what it got.
     """
+    if not torch.jit.is_scripting():  # TorchScript compiles this function (kernforge.nn.RoundSTE)
+        if _forward_ad._current_level >= 0 and _forward_ad.unpack_dual(x).tangent is not None:
+            raise NotImplementedError(
+                "kernforge_legacy::round_ste: forward-mode AD (torch.func.jvp, jacfwd, "
+                "torch.autograd.forward_ad) is not implemented; reverse mode is (torch.func.grad, "
+                "vjp, jacrev)"
+            )
+        if torch._C._are_functorch_transforms_active():
+            return _TransformableRoundSTE.apply(x)
     return torch.ops.kernforge_legacy.round_ste(x)
 
 
@@ -109,3 +119,22 @@ def _round_ste_backward(ctx, grad: Tensor) -> Tensor:
 
 
 torch.library.register_autograd("kernforge_legacy::round_ste", _round_ste_backward)
+
+
+class _TransformableRoundSTE(torch.autograd.Function):
+    """round_ste under torch.func's transforms (grad, vmap, ...), which take
+    only a Function with a setup_context of its own (torch.library's formula
+    has none)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: Tensor) -> Tensor:
+        with torch._C._AutoDispatchBelowAutograd():
+            return torch.ops.kernforge_legacy.round_ste.default(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        pass
+
+    backward = staticmethod(_round_ste_backward)

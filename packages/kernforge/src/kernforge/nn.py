@@ -428,9 +428,9 @@ class LLTMSequence(nn.Module):
                     out, (h, c) = impl.lltm_sequence(x.flip(0) if reverse else x, weight, bias, *state)
                     outputs.append(out.flip(0) if reverse else out)
                 else:
-                    xr = _ReorderRows.apply(x, order) if reverse else x
+                    xr = _reorder_rows(x, order) if reverse else x
                     out, (h, c) = impl.lltm_sequence(xr, weight, bias, *state, batch_sizes=sizes)
-                    outputs.append(_ReorderRows.apply(out, order) if reverse else out)
+                    outputs.append(_reorder_rows(out, order) if reverse else out)
                 h_n.append(h)
                 c_n.append(c)
             x = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-1)
@@ -743,6 +743,30 @@ class _ReorderRows(torch.autograd.Function):
     def backward(ctx, grad: Tensor):
         (order,) = ctx.saved_tensors
         return grad.index_select(0, order), None
+
+
+class _TransformableReorderRows(torch.autograd.Function):
+    """_ReorderRows under torch.func's transforms (grad, vmap, ...), which take
+    only a Function with a setup_context of its own (in eager it costs more:
+    see kernforge_core.ops._register_autograd)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: Tensor, order: Tensor) -> Tensor:
+        return x.index_select(0, order)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        ctx.save_for_backward(inputs[1])
+
+    backward = staticmethod(_ReorderRows.backward)
+
+
+def _reorder_rows(x: Tensor, order: Tensor) -> Tensor:
+    if torch._C._are_functorch_transforms_active():
+        return _TransformableReorderRows.apply(x, order)
+    return _ReorderRows.apply(x, order)
 
 
 class RoundSTE(nn.Module):
