@@ -740,6 +740,8 @@ def test_lstm_parameter_names_are_views_of_the_weights():
         with pytest.raises(AttributeError, match=missing):
             getattr(unidirectional, missing)
     assert unidirectional.proj_size == 0 and kernforge.nn.LLTMSequence(4, 6, proj_size=0).proj_size == 0
+    # code that builds the state by the mode (zeros for h and c where it is "LSTM")
+    assert unidirectional.mode == torch.nn.LSTM(4, 6).mode == "LSTM"
     with pytest.raises(ValueError, match=r"proj_size must be 0 \(the LLTM has no projection\), got 3"):
         kernforge.nn.LLTMSequence(4, 6, proj_size=3)
 

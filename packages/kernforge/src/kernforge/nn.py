@@ -139,6 +139,8 @@ class LLTMSequence(nn.Module):
     over the weight's columns (their storage), for code that initializes
     it in place or takes it over (``torch.nn.utils.spectral_norm``).
     ``named_parameters()`` lists only the weights and biases above.
+    ``mode`` is ``"LSTM"``, as ``nn.LSTM``'s, for code that picks the
+    state's form by it: the state is ``(h, c)``, as the LSTM's.
     Setting ``weight_hh_l{k}`` or ``weight_ih_l{k}`` to a tensor (a
     Parameter, or a tensor made before each forward, as weight-dropout
     code does) runs the forward on it in place of those columns, until the
@@ -172,6 +174,8 @@ class LLTMSequence(nn.Module):
             ValueError for an input of the wrong rank or feature size, or an
             hx of the wrong shape.
     """
+
+    mode = "LSTM"
 
     def __init__(
         self,
