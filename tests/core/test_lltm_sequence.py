@@ -746,6 +746,19 @@ def test_lstm_parameter_names_are_views_of_the_weights():
         kernforge.nn.LLTMSequence(4, 6, proj_size=3)
 
 
+def test_permute_hidden_as_the_lstms(device):
+    # code that runs its own packed layers reorders the state with it
+    gen = torch.Generator().manual_seed(75)
+    hx = tuple(random((4, 5, 6), torch.float32, device, gen) for _ in range(2))
+    order = torch.tensor([3, 0, 4, 1, 2], device=device)
+    model = kernforge.nn.LLTMSequence(3, 6, num_layers=2, bidirectional=True, device=device)
+    lstm = torch.nn.LSTM(3, 6, num_layers=2, bidirectional=True, device=device)
+    got, want = model.permute_hidden(hx, order), lstm.permute_hidden(hx, order)
+    assert len(got) == 2 and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+    assert torch.equal(got[1][:, 1], hx[1][:, 0])
+    assert model.permute_hidden(hx, None) is hx
+
+
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
 @pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
 def test_lstm_all_weights_walks_as_the_lstms(bias, bidirectional):

@@ -644,19 +644,22 @@ class LLTMSequence(nn.Module):
         # in the caller's order, as nn.LSTM's.
         sizes = packed.batch_sizes.tolist()
         h0, c0 = self._state(hx, sizes[0], True)
-        if packed.sorted_indices is not None and h0 is not None:
-            h0, c0 = h0.index_select(1, packed.sorted_indices), c0.index_select(1, packed.sorted_indices)
+        if h0 is not None:
+            h0, c0 = self.permute_hidden((h0, c0), packed.sorted_indices)
         order = impl.packed_reversed_rows(packed.data, sizes) if self.bidirectional else None
         output, h_n, c_n = self._run(impl, packed.data, h0, c0, (sizes, order))
-        if packed.unsorted_indices is not None:
-            h_n, c_n = (
-                h_n.index_select(1, packed.unsorted_indices),
-                c_n.index_select(1, packed.unsorted_indices),
-            )
         return (
             PackedSequence(output, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices),
-            (h_n, c_n),
+            self.permute_hidden((h_n, c_n), packed.unsorted_indices),
         )
+
+    def permute_hidden(self, hx: tuple[Tensor, Tensor], permutation: Tensor | None) -> tuple[Tensor, Tensor]:
+        """``hx = (h, c)`` with the batch (dimension 1) in ``permutation``'s
+        order (None: hx unchanged), as ``nn.LSTM.permute_hidden``: a packed
+        batch's state between the caller's order and the packing's."""
+        if permutation is None:
+            return hx
+        return hx[0].index_select(1, permutation), hx[1].index_select(1, permutation)
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
