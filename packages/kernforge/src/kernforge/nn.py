@@ -550,12 +550,13 @@ class LLTMSequence(nn.Module):
         self._check_features(data)
         sizes: list[int] = batch_sizes.tolist()
         h0, c0 = self._scripted_state(hx, sizes[0], True)
-        if sorted_indices is not None and h0 is not None and c0 is not None:
-            h0, c0 = h0.index_select(1, sorted_indices), c0.index_select(1, sorted_indices)
+        if h0 is not None and c0 is not None:
+            h0, c0 = self.permute_hidden((h0, c0), sorted_indices)
         output, h_n, c_n = self._scripted_run(data, h0, c0, sizes)
-        if unsorted_indices is not None:
-            h_n, c_n = h_n.index_select(1, unsorted_indices), c_n.index_select(1, unsorted_indices)
-        return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), (h_n, c_n)
+        return (
+            PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices),
+            self.permute_hidden((h_n, c_n), unsorted_indices),
+        )
 
     def _scripted_run(
         self, x: Tensor, h0: Tensor | None, c0: Tensor | None, sizes: list[int] | None
