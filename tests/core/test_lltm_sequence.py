@@ -508,11 +508,20 @@ def test_compile_fullgraph(device, bidirectional):
         close(g, w)
 
 
+# The persistent kernel, and cuBLAS per step (a batch above the grid's): in
+# bfloat16 its GEMMs go to cuBLAS itself, on its own handle, which must
+# take the capturing stream.
 @pytest.mark.cuda
-def test_cuda_graph_capture_of_a_training_step():
+@pytest.mark.parametrize(
+    "size, dtype",
+    [((6, 4, 8, 16), torch.float32), ((3, 300, 8, 64), torch.bfloat16)],
+    ids=["persistent-float32", "stepping-bfloat16"],
+)
+def test_cuda_graph_capture_of_a_training_step(size, dtype):
+    T, B, F, S = size
     gen = torch.Generator().manual_seed(83)
-    model = kernforge.nn.LLTMSequence(8, 16, device="cuda")
-    x = random((6, 4, 8), torch.float32, "cuda", gen)
+    model = kernforge.nn.LLTMSequence(F, S, device="cuda", dtype=dtype)
+    x = random((T, B, F), dtype, "cuda", gen)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -525,17 +534,18 @@ def test_cuda_graph_capture_of_a_training_step():
     with torch.cuda.graph(graph):
         out, _ = model(x)
         out.sum().backward()
-    x.copy_(random((6, 4, 8), torch.float32, "cuda", gen))
+    x.copy_(random((T, B, F), dtype, "cuda", gen))
     for p in model.parameters():
         p.grad.zero_()
     graph.replay()
     torch.cuda.synchronize()
-    refs = [p.detach().clone().requires_grad_() for p in model.parameters()]
-    r_out, _ = reference.lltm_sequence(x, *refs)
+    refs = [p.detach().double().requires_grad_() for p in model.parameters()]
+    r_out, _ = reference.lltm_sequence(x.double(), *refs)
     r_out.sum().backward()
-    close(out, r_out)
+    tol = _sequence_tolerance(dtype, T, B)
+    close(out.double(), r_out, **tol)
     for p, r in zip(model.parameters(), refs, strict=True):
-        close(p.grad, r.grad)
+        close(p.grad.double(), r.grad, **tol)
 
 
 @pytest.mark.cuda

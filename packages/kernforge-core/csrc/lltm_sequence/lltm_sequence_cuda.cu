@@ -4,16 +4,18 @@
 // (lltm_sequence_cluster.cuh), else a cooperative grid
 // (lltm_sequence_persistent.cuh); a single step of a few rows (a generated
 // token) is one matrix-vector kernel (lltm_sequence_token.cuh), of any
-// floating dtype; otherwise cuBLAS GEMMs
-// (torch's addmm into views, through the C shim) and, per step, one forward
-// gate kernel (below) or the cell's backward gate kernel
-// (lltm/lltm_cuda_gates.cuh). The backward's sums over all steps (d_W, d_b,
-// d_x) are one kernel of lltm_sequence_grads.cuh at small sizes, else cuBLAS.
+// floating dtype; otherwise cuBLAS GEMMs (half and bfloat16 straight
+// through cuBLAS, common/cuda_blas.cuh; float and double by torch's addmm
+// into views, through the C shim) and, per step, one forward gate kernel
+// (below) or the cell's backward gate kernel (lltm/lltm_cuda_gates.cuh).
+// The backward's sums over all steps (d_W, d_b, d_x) are one kernel of
+// lltm_sequence_grads.cuh at small sizes, else cuBLAS.
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_cuda.h>
 #include <torch/csrc/stable/library.h>
 
 #include <algorithm>
 
+#include "common/cuda_blas.cuh"
 #include "common/cuda_utils.cuh"
 #include "common/dispatch.h"
 #include "common/elementwise_cuda.cuh"
@@ -65,8 +67,23 @@ struct CudaSequence {
   // before they write its gates, in the same thread.
   static constexpr bool kGatesOverPre = true;
 
+  // out = beta * self + a b, where out is self (as every caller has it): in
+  // half and bfloat16 by cuBLAS itself (common/cuda_blas.cuh), else (and
+  // where that cannot take it) by torch's addmm through the C shim.
   static void addmm(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b,
                     double beta) {
+    const ScalarType dtype = out.scalar_type();
+    if ((dtype == ScalarType::Half || dtype == ScalarType::BFloat16) &&
+        out.data_ptr() == self.data_ptr() && out.stride(0) == self.stride(0) &&
+        out.stride(1) == self.stride(1)) {
+      const int32_t device = out.get_device_index();
+      if (cuda::gemm_16bit(dtype == ScalarType::Half ? CUDA_R_16F : CUDA_R_16BF, out.size(0),
+                           out.size(1), a.size(1), a.data_ptr(), a.stride(0), a.stride(1),
+                           b.data_ptr(), b.stride(0), b.stride(1), out.data_ptr(), out.stride(0),
+                           out.stride(1), static_cast<float>(beta), device,
+                           cuda::current_stream(device)))
+        return;
+    }
     if (aoti_torch_cuda_addmm_out(out.get(), self.get(), a.get(), b.get(), beta, 1.0) !=
         AOTI_TORCH_SUCCESS)
       throw std::runtime_error("kernforge::lltm_sequence: addmm failed");
