@@ -15,6 +15,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import every_op
 import kernforge
+from kernforge import reference
 
 ops = torch.ops.kernforge
 CORE_OPS = ["mul", "add", "fused_relu_add", "lltm"]
@@ -394,19 +395,72 @@ def test_eager_route_is_not_the_transformable_twin(op, device):
     assert name.startswith("kernforge_") and "transformable" not in name, name
 
 
-@pytest.mark.parametrize("op", ALL_OPS)
-def test_forward_mode_ad_raises_instead_of_zero_tangents(op, device):
-    # the ops have no forward-mode formula: torch would give zero tangents
-    args = every_op.inputs(op, _gen(device), device)
-    match = f"{op}: forward-mode AD .* is not implemented"
+# Forward mode: the pointwise ops' twins have jvp formulas; the LLTM's
+# ops have none and raise, where torch would give zero tangents.
+POINTWISE_OPS = ["mul", "add", "fused_relu_add", "round_ste"]
+
+
+def _jvp(module, op, args, tangents):
+    return torch.func.jvp(lambda *a: tuple(every_op.call(module, op, a)), tuple(args), tuple(tangents))
+
+
+@pytest.mark.parametrize("op", POINTWISE_OPS)
+def test_forward_mode_ad_equals_the_reference(op, device):
+    gen = _gen(device)
+    args = every_op.inputs(op, gen, device)
+    tangents = [torch.randn(a.shape, device=device, generator=gen) for a in args]
+    if op == "round_ste":  # straight through, forward as backward: the tangent itself
+        want = tuple(every_op.call(reference, op, args)), tuple(tangents)
+    else:
+        want = _jvp(reference, op, args, tangents)
+    tol = {"rtol": 1e-5, "atol": 1e-6}
+    got = _jvp(kernforge, op, args, tangents)
+    for g, w in zip((*got[0], *got[1]), (*want[0], *want[1]), strict=True):
+        torch.testing.assert_close(g, w, **tol)
+    for i in range(len(args)):  # one input's tangent at a time, the others none
+        only = [t if j == i else torch.zeros_like(t) for j, t in enumerate(tangents)]
+        want_i = want[1][0] if op == "round_ste" else _jvp(reference, op, args, only)[1][0]
+
+        def one(x, i=i):
+            return every_op.call(kernforge, op, (*args[:i], x, *args[i + 1 :]))[0]
+
+        torch.testing.assert_close(torch.func.jvp(one, (args[i],), (tangents[i],))[1], want_i, **tol)
+    with torch.autograd.forward_ad.dual_level():
+        duals = [torch.autograd.forward_ad.make_dual(a, t) for a, t in zip(args, tangents, strict=True)]
+        out = every_op.call(kernforge, op, duals)[0]
+        torch.testing.assert_close(torch.autograd.forward_ad.unpack_dual(out).tangent, want[1][0], **tol)
+        inside = every_op.call(kernforge, op, args)  # no tangent: runs as outside
+    for i, o in zip(inside, every_op.call(kernforge, op, args), strict=True):
+        torch.testing.assert_close(i, o, rtol=0, atol=0)
+
+
+def test_hessian_through_the_pointwise_ops(device):
+    # torch.func.hessian is forward mode over reverse mode: the jvp formulas
+    # of the backward ops (add_backward, fused_relu_add_backward) too
+    gen = _gen(device)
+    x, w = (torch.randn(6, device=device, dtype=torch.float64, generator=gen) for _ in range(2))
+
+    def f(impl, x):
+        z = impl.add(impl.mul(x, x), x, alpha=0.5)
+        return impl.mul(impl.fused_relu_add(z, impl.mul(x, w), w), x).sum()
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "There is a performance drop")  # jacfwd's vmap: a loop
+        got = torch.func.hessian(lambda x: f(kernforge, x))(x)
+    torch.testing.assert_close(got, torch.func.hessian(lambda x: f(reference, x))(x))
+
+
+def test_forward_mode_ad_of_the_lltm_raises(device):
+    args = every_op.inputs("lltm", _gen(device), device)
+    match = "lltm: forward-mode AD .* is not implemented"
     with pytest.raises(NotImplementedError, match=match):
-        torch.func.jvp(lambda a: every_op.call(kernforge, op, (a, *args[1:]))[0], args[:1], args[:1])
+        torch.func.jvp(lambda a: every_op.call(kernforge, "lltm", (a, *args[1:]))[0], args[:1], args[:1])
     with torch.autograd.forward_ad.dual_level():
         dual = torch.autograd.forward_ad.make_dual(args[0], torch.ones_like(args[0]))
         with pytest.raises(NotImplementedError, match=match):
-            every_op.call(kernforge, op, (dual, *args[1:]))
-        inside = every_op.call(kernforge, op, args)  # no tangent: runs as outside
-    for i, o in zip(inside, every_op.call(kernforge, op, args), strict=True):
+            every_op.call(kernforge, "lltm", (dual, *args[1:]))
+        inside = every_op.call(kernforge, "lltm", args)  # no tangent: runs as outside
+    for i, o in zip(inside, every_op.call(kernforge, "lltm", args), strict=True):
         torch.testing.assert_close(i, o, rtol=0, atol=0)
 
 

@@ -45,22 +45,26 @@ def _needs_autograd(op: str, **tensors: Tensor) -> bool:
         if not isinstance(t, Tensor):
             raise TypeError(f"kernforge::{op}: {name} must be a Tensor, got {type(t).__name__}")
         grad = grad or t.requires_grad
-    if _forward_ad._current_level >= 0:
-        _no_tangents(op, *tensors.values())
+    if _forward_ad._current_level >= 0 and _tangents(op, *tensors.values()):
+        return True
     return (grad and torch.is_grad_enabled()) or _tracing()
 
 
-def _no_tangents(op: str, *tensors) -> None:
-    """Raises NotImplementedError where a tensor carries a forward-mode
-    tangent: the ops have no forward-mode formula, and the tangent of their
-    output would silently be zeros. Called only inside a dual level."""
-    for t in tensors:
-        if isinstance(t, Tensor) and _forward_ad.unpack_dual(t).tangent is not None:
-            raise NotImplementedError(
-                f"kernforge::{op}: forward-mode AD (torch.func.jvp, jacfwd, hessian, "
-                "torch.autograd.forward_ad) is not implemented; reverse mode is (torch.func.grad, "
-                "vjp, jacrev), and kernforge.reference has both"
-            )
+def _tangents(op: str, *tensors) -> bool:
+    """Whether a tensor carries a forward-mode tangent (called only inside a
+    dual level): then the op must run with its formulas, whose forward-mode
+    one (jvp) gives the output's tangent. An op without one raises
+    NotImplementedError, where torch would silently give zero tangents."""
+    if not any(isinstance(t, Tensor) and _forward_ad.unpack_dual(t).tangent is not None for t in tensors):
+        return False
+    route = _eager_autograd.get(op)
+    if route is not None and route.transformable_jvp:
+        return True
+    raise NotImplementedError(
+        f"kernforge::{op}: forward-mode AD (torch.func.jvp, jacfwd, hessian, "
+        "torch.autograd.forward_ad) is not implemented; reverse mode is (torch.func.grad, "
+        "vjp, jacrev), and kernforge.reference has both"
+    )
 
 
 def _with_autograd(name: str, *args):
@@ -69,12 +73,14 @@ def _with_autograd(name: str, *args):
     registered formula and fake kernel. Eager: through the op's
     ``autograd.Function`` twin (see :func:`_register_autograd`), with the
     arguments left out filled in from the schema's defaults; under a
-    torch.func transform (grad, vmap, jacrev, ...), through its twin for
-    those, which they require to have a setup_context of its own."""
+    torch.func transform (grad, vmap, jacrev, ...) or inside a forward-mode
+    dual level, through its twin for those, which they require to have a
+    setup_context of its own (and a jvp, for forward mode)."""
     if _tracing():
         return getattr(_ops, name).default(*args)
     route = _eager_autograd[name]
-    apply = route.transformable if _transforming() else route.apply
+    transform = _transforming() or _forward_ad._current_level >= 0
+    apply = route.transformable if transform else route.apply
     return apply(*args, *route.defaults[len(args) :])
 
 
@@ -86,8 +92,10 @@ def _call(name: str, *args):
     first-order backward (grad mode off) calls it below the autograd key,
     paying no Python layer; a backward with ``create_graph=True`` (torch.func
     runs its backward so) with the op's own formula, so that its derivative
-    is taken, or raises where there is none, instead of being zeros."""
-    if torch.is_grad_enabled():
+    is taken, or raises where there is none, instead of being zeros; and so
+    does a formula run inside a forward-mode dual level (a tangent through
+    the backward: torch.func.hessian)."""
+    if torch.is_grad_enabled() or _forward_ad._current_level >= 0:
         return _with_autograd(name, *args)
     with _below_autograd():
         return _eager_autograd[name].op(*args)
@@ -98,16 +106,21 @@ class _Route(typing.NamedTuple):
     apply: typing.Callable
     transformable: typing.Callable
     defaults: tuple
+    transformable_jvp: bool  # the transformable twin has a forward-mode formula
 
 
 _eager_autograd: dict[str, _Route] = {}
 
 
-def _register_autograd(name: str, backward, setup_context) -> None:
+def _register_autograd(name: str, backward, setup_context, jvp=None) -> None:
     """Registers ``setup_context`` and ``backward`` as the autograd formula of
     ``kernforge::<name>`` (``torch.library.register_autograd``), and the same
     two functions as ``autograd.Function`` twins for the wrappers' eager
-    calls: one plain, one for torch.func's transforms.
+    calls: one plain, one for torch.func's transforms and forward-mode AD.
+    ``jvp(inputs, *tangents)``, where given, is the forward-mode formula:
+    the output's tangent from the op's inputs and their tangents (None for
+    an input without one); torch.library has no place for it, so
+    ``torch.ops.kernforge`` callers get zero tangents.
 
     The registered formula serves ``torch.ops.kernforge`` callers, ``opcheck``
     and ``torch.compile``. Through it, every call also pays torch.library's
@@ -133,23 +146,46 @@ def _register_autograd(name: str, backward, setup_context) -> None:
         with _below_autograd():
             return op(*args)
 
+    def transformed_setup(ctx, inputs, output):
+        setup_context(ctx, inputs, output)
+        # jvp's inputs: the tensors saved for it, the rest kept as they are
+        ctx.save_for_forward(*(a for a in inputs if isinstance(a, Tensor)))
+        ctx.forward_inputs = tuple(_SAVED if isinstance(a, Tensor) else a for a in inputs)
+
+    def transformed_jvp(ctx, *tangents):
+        saved = iter(ctx.saved_tensors)
+        inputs = tuple(next(saved) if a is _SAVED else a for a in ctx.forward_inputs)
+        return jvp(inputs, *tangents)
+
     plain = type(
         f"kernforge_{name}",
         (torch.autograd.Function,),
         {"forward": staticmethod(forward), "backward": staticmethod(backward)},
     )
-    transformable = type(
-        f"kernforge_{name}_transformable",
-        (torch.autograd.Function,),
-        {
-            "forward": staticmethod(transformed_forward),
-            "setup_context": staticmethod(setup_context),
-            "backward": staticmethod(backward),
-            "generate_vmap_rule": True,
-        },
-    )
+    methods = {
+        "forward": staticmethod(transformed_forward),
+        "setup_context": staticmethod(setup_context),
+        "backward": staticmethod(backward),
+        "generate_vmap_rule": True,
+    }
+    if jvp is not None:
+        methods.update(setup_context=staticmethod(transformed_setup), jvp=staticmethod(transformed_jvp))
+    transformable = type(f"kernforge_{name}_transformable", (torch.autograd.Function,), methods)
     defaults = tuple(a.default_value for a in op._schema.arguments)
-    _eager_autograd[name] = _Route(op, plain.apply, transformable.apply, defaults)
+    _eager_autograd[name] = _Route(op, plain.apply, transformable.apply, defaults, jvp is not None)
+
+
+_SAVED = object()  # in ctx.forward_inputs, a tensor input saved for jvp
+
+
+def _sum_tangents(*tangents):
+    """The sum of the tangents given (None: an input without one), through
+    ``add`` so that a transform above sees it; None where none is given."""
+    out = None
+    for t in tangents:
+        if t is not None:
+            out = t if out is None else _call("add", out, t, 1.0)
+    return out
 
 
 def _no_double_backward(name: str) -> None:
@@ -218,7 +254,15 @@ def _mul_backward(ctx, grad):
     return grad_a, grad_b
 
 
-_register_autograd("mul", _mul_backward, _mul_setup)
+def _mul_jvp(inputs, tangent_a, tangent_b):
+    a, b = inputs
+    return _sum_tangents(
+        None if tangent_a is None else _call("mul", tangent_a, b),
+        None if tangent_b is None else _call("mul", a, tangent_b),
+    )
+
+
+_register_autograd("mul", _mul_backward, _mul_setup, _mul_jvp)
 
 
 # ----------------------------------------------------------------------------- add
@@ -279,7 +323,16 @@ def _add_backward(ctx, grad):
     return grad, grad_b, None
 
 
-_register_autograd("add", _add_backward, _add_setup)
+def _add_jvp(inputs, tangent_a, tangent_b, _):
+    alpha = inputs[2]
+    if tangent_a is not None and tangent_b is not None:
+        return _call("add", tangent_a, tangent_b, alpha)
+    if tangent_b is not None and alpha != 1:
+        return _call("add_backward", tangent_b, alpha)
+    return tangent_a if tangent_a is not None else tangent_b
+
+
+_register_autograd("add", _add_backward, _add_setup, _add_jvp)
 
 
 @torch.library.register_fake("kernforge::add_backward")
@@ -303,7 +356,11 @@ def _add_backward_backward(ctx, grad):
     return _call("add_backward", grad, ctx.alpha), None
 
 
-_register_autograd("add_backward", _add_backward_backward, _add_backward_setup)
+def _add_backward_jvp(inputs, tangent_grad, _):
+    return _call("add_backward", tangent_grad, inputs[1])
+
+
+_register_autograd("add_backward", _add_backward_backward, _add_backward_setup, _add_backward_jvp)
 
 
 # ----------------------------------------------------------------------------- fused_relu_add
@@ -380,7 +437,20 @@ def _fused_relu_add_backward(ctx, grad):
     )
 
 
-_register_autograd("fused_relu_add", _fused_relu_add_backward, _fused_relu_add_setup)
+def _fused_relu_add_jvp(inputs, tangent_x, tangent_y, tangent_bias, _):
+    # relu's derivative, where x > 0 (NaN passes, as in the backward), times
+    # x's tangent; y's and the bias's (broadcast over rows) pass as they are
+    x = inputs[0]
+    if tangent_x is not None:
+        tangent_x, _ = _call("fused_relu_add_backward", tangent_x, x, False)
+    if tangent_bias is not None:
+        tangent_bias = tangent_bias.expand(x.shape)
+        if tangent_x is None and tangent_y is None:
+            return tangent_bias.contiguous()
+    return _sum_tangents(tangent_x, tangent_y, tangent_bias)
+
+
+_register_autograd("fused_relu_add", _fused_relu_add_backward, _fused_relu_add_setup, _fused_relu_add_jvp)
 
 
 @torch.library.register_fake("kernforge::fused_relu_add_backward")
@@ -424,8 +494,19 @@ def _fused_relu_add_backward_backward(ctx, grad_grad_x, grad_grad_bias):
     return out, None, None
 
 
+def _fused_relu_add_backward_jvp(inputs, tangent_grad, _tangent_x, _):
+    # linear in grad; x's tangent moves nothing (the mask is piecewise constant)
+    _, x, bias_grad = inputs
+    if tangent_grad is not None:
+        return _call("fused_relu_add_backward", tangent_grad, x, bias_grad)
+    return torch.zeros_like(x), x.new_zeros((x.shape[-1],) if bias_grad else (0,))
+
+
 _register_autograd(
-    "fused_relu_add_backward", _fused_relu_add_backward_backward, _fused_relu_add_backward_setup
+    "fused_relu_add_backward",
+    _fused_relu_add_backward_backward,
+    _fused_relu_add_backward_setup,
+    _fused_relu_add_backward_jvp,
 )
 
 
@@ -629,7 +710,7 @@ def _lltm_sequence_call(x, weight, bias, h0, c0, batch_sizes):
         or (c0 is not None and c0.requires_grad)
     )
     if _forward_ad._current_level >= 0:
-        _no_tangents("lltm_sequence", x, weight, bias, h0, c0)
+        _tangents("lltm_sequence", x, weight, bias, h0, c0)  # raises on a tangent
     if grad or _tracing():
         output, c_n, _, _ = _with_autograd("lltm_sequence_forward", x, weight, bias, h0, c0, batch_sizes)
         return output, None, c_n
@@ -792,7 +873,7 @@ def lltm_sequence_layers(
     )
     if not grad and not _tracing():
         if _forward_ad._current_level >= 0:
-            _no_tangents("lltm_sequence_layers", x, *weights, *biases, h0, c0)
+            _tangents("lltm_sequence_layers", x, *weights, *biases, h0, c0)  # raises on a tangent
         with _below_autograd():
             output, h_n, c_n = _ops.lltm_sequence_layers_inference.default(x, weights, biases, h0, c0)
         return output, (h_n, c_n)

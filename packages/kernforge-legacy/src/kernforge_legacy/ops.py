@@ -63,13 +63,9 @@ def round_ste(x: Tensor) -> Tensor:
             naming what it got.
     """
     if not torch.jit.is_scripting():  # TorchScript compiles this function (kernforge.nn.RoundSTE)
-        if _forward_ad._current_level >= 0 and _forward_ad.unpack_dual(x).tangent is not None:
-            raise NotImplementedError(
-                "kernforge_legacy::round_ste: forward-mode AD (torch.func.jvp, jacfwd, "
-                "torch.autograd.forward_ad) is not implemented; reverse mode is (torch.func.grad, "
-                "vjp, jacrev)"
-            )
-        if torch._C._are_functorch_transforms_active():
+        if torch._C._are_functorch_transforms_active() or (
+            _forward_ad._current_level >= 0 and _forward_ad.unpack_dual(x).tangent is not None
+        ):
             return _TransformableRoundSTE.apply(x)
     return torch.ops.kernforge_legacy.round_ste(x)
 
@@ -122,9 +118,11 @@ torch.library.register_autograd("kernforge_legacy::round_ste", _round_ste_backwa
 
 
 class _TransformableRoundSTE(torch.autograd.Function):
-    """round_ste under torch.func's transforms (grad, vmap, ...), which take
-    only a Function with a setup_context of its own (torch.library's formula
-    has none)."""
+    """round_ste under torch.func's transforms (grad, vmap, jvp, ...), which
+    take only a Function with a setup_context of its own (torch.library's
+    formula has none), and in forward-mode AD: the tangent passes through
+    unchanged, as the gradient does (the straight-through estimator's
+    derivative is the identity, both ways)."""
 
     generate_vmap_rule = True
 
@@ -138,3 +136,7 @@ class _TransformableRoundSTE(torch.autograd.Function):
         pass
 
     backward = staticmethod(_round_ste_backward)
+
+    @staticmethod
+    def jvp(ctx, tangent: Tensor) -> Tensor:
+        return tangent
