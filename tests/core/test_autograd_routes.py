@@ -302,6 +302,7 @@ def test_double_backward_through_the_eager_route(device):
 # of its own; the wrappers switch to such a twin of each formula under them.
 
 ALL_OPS = [*CORE_OPS, "round_ste"]
+POINTWISE_OPS = ["mul", "add", "fused_relu_add", "round_ste"]
 
 
 @pytest.mark.parametrize("op", ALL_OPS)
@@ -318,16 +319,50 @@ def test_torch_func_grad_equals_autograd(op, device):
         torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
 
 
+# vmap: the pointwise ops (and their backward ops) have batching rules, one
+# call over the batch; torch's fallback, which loops over the examples,
+# warns, and that warning is an error here. The LLTM's ops have none.
+PERFORMANCE_DROP = "There is a performance drop"
+
+
 @pytest.mark.parametrize("op", ALL_OPS)
-def test_torch_func_vmap_runs_the_op_per_example(op, device):
+def test_torch_func_vmap_equals_the_op_per_example(op, device):
     gen = _gen(device)
     examples = [every_op.inputs(op, gen, device) for _ in range(3)]
     stacked = [torch.stack(parts) for parts in zip(*examples, strict=True)]
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "There is a performance drop")  # no batching rule: a loop
+        warnings.filterwarnings("ignore" if op == "lltm" else "error", PERFORMANCE_DROP)
         got = torch.func.vmap(lambda *a: tuple(every_op.call(kernforge, op, a)))(*stacked)
+        # the first input batched along its last dimension, the others shared
+        shared = examples[0][1:]
+        got_shared = torch.func.vmap(lambda a: tuple(every_op.call(kernforge, op, (a, *shared))), in_dims=-1)(
+            stacked[0].movedim(0, -1)
+        )
     for i, ex in enumerate(examples):
         for g, w in zip(got, every_op.call(kernforge, op, ex), strict=True):
+            torch.testing.assert_close(g[i], w, rtol=0, atol=0)
+        for g, w in zip(got_shared, every_op.call(kernforge, op, (ex[0], *shared)), strict=True):
+            torch.testing.assert_close(g[i], w, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("op", POINTWISE_OPS)
+def test_per_sample_gradients_of_the_pointwise_ops(op, device):
+    # vmap over grad: the backward ops under vmap (fused_relu_add's with a
+    # bias per example, one call an example for its column sums)
+    gen = _gen(device)
+    examples = [every_op.inputs(op, gen, device) for _ in range(3)]
+    stacked = [torch.stack(parts) for parts in zip(*examples, strict=True)]
+    argnums = tuple(range(len(stacked)))
+
+    def loss(*inputs):
+        return every_op.forward_backward_loss(kernforge, op, inputs)
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", PERFORMANCE_DROP)
+        got = torch.func.vmap(torch.func.grad(loss, argnums=argnums))(*stacked)
+    for i, ex in enumerate(examples):
+        want = every_op.forward_backward(kernforge, op, every_op.leaves(ex))[-len(ex) :]
+        for g, w in zip(got, want, strict=True):
             torch.testing.assert_close(g[i], w, rtol=0, atol=0)
 
 
@@ -397,7 +432,6 @@ def test_eager_route_is_not_the_transformable_twin(op, device):
 
 # Forward mode: the pointwise ops' twins have jvp formulas; the LLTM's
 # ops have none and raise, where torch would give zero tangents.
-POINTWISE_OPS = ["mul", "add", "fused_relu_add", "round_ste"]
 
 
 def _jvp(module, op, args, tangents):
@@ -445,7 +479,7 @@ def test_hessian_through_the_pointwise_ops(device):
         return impl.mul(impl.fused_relu_add(z, impl.mul(x, w), w), x).sum()
 
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "There is a performance drop")  # jacfwd's vmap: a loop
+        warnings.filterwarnings("error", PERFORMANCE_DROP)  # jacfwd's vmap takes the batching rules
         got = torch.func.hessian(lambda x: f(kernforge, x))(x)
     torch.testing.assert_close(got, torch.func.hessian(lambda x: f(reference, x))(x))
 

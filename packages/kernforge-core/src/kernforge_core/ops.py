@@ -131,8 +131,9 @@ def _register_autograd(name: str, backward, setup_context, jvp=None) -> None:
     rather than having it as a staticmethod: with one, every apply binds the
     arguments to forward's signature through inspect (21 us more a call on
     this project's CPU). torch.func takes only a Function with that
-    staticmethod; vmap runs the op once per example (it has no batching
-    rule), through the rule torch generates."""
+    staticmethod; vmap runs it through the rule torch generates, which
+    calls the op under vmap: its batching rule where it has one (the
+    pointwise ops, :func:`_register_pointwise_vmap`), else once per example."""
     op = getattr(_ops, name).default
     torch.library.register_autograd(f"kernforge::{name}", backward, setup_context=setup_context)
 
@@ -206,6 +207,31 @@ def _keeps_nothing(ctx, inputs, output) -> None:
     """The setup_context of a formula that needs nothing from the forward."""
 
 
+def _batched(info, in_dims, args) -> list:
+    """vmap's arguments with the batch dimension first: moved where a tensor
+    has one, expanded (a view: the ops take any strides) where it has none."""
+    out = []
+    for a, d in zip(args, in_dims, strict=True):
+        if d is not None:
+            a = a.movedim(d, 0)
+        elif isinstance(a, Tensor):
+            a = a.expand(info.batch_size, *a.shape)
+        out.append(a)
+    return out
+
+
+def _register_pointwise_vmap(name: str) -> None:
+    """The batching rule of a pointwise op whose tensor arguments share one
+    shape: one call over the whole batch (without one, ``torch.func.vmap``
+    calls the op once per example)."""
+    op = getattr(_ops, name).default
+
+    def rule(info, in_dims, *args):
+        return op(*_batched(info, in_dims, args)), 0
+
+    torch.library.register_vmap(f"kernforge::{name}", rule)
+
+
 # ----------------------------------------------------------------------------- mul
 
 
@@ -263,6 +289,7 @@ def _mul_jvp(inputs, tangent_a, tangent_b):
 
 
 _register_autograd("mul", _mul_backward, _mul_setup, _mul_jvp)
+_register_pointwise_vmap("mul")
 
 
 # ----------------------------------------------------------------------------- add
@@ -333,6 +360,7 @@ def _add_jvp(inputs, tangent_a, tangent_b, _):
 
 
 _register_autograd("add", _add_backward, _add_setup, _add_jvp)
+_register_pointwise_vmap("add")
 
 
 @torch.library.register_fake("kernforge::add_backward")
@@ -361,6 +389,7 @@ def _add_backward_jvp(inputs, tangent_grad, _):
 
 
 _register_autograd("add_backward", _add_backward_backward, _add_backward_setup, _add_backward_jvp)
+_register_pointwise_vmap("add_backward")
 
 
 # ----------------------------------------------------------------------------- fused_relu_add
@@ -453,6 +482,18 @@ def _fused_relu_add_jvp(inputs, tangent_x, tangent_y, tangent_bias, _):
 _register_autograd("fused_relu_add", _fused_relu_add_backward, _fused_relu_add_setup, _fused_relu_add_jvp)
 
 
+@torch.library.register_vmap("kernforge::fused_relu_add")
+def _(info, in_dims, x, y, bias=None, bias_scalar=0.0):
+    # a bias shared by the batch broadcasts over its rows as over any; a bias
+    # per example does not fit the op's one row: an op call an example
+    x, y = _batched(info, in_dims[:2], (x, y))
+    if bias is None or in_dims[2] is None:
+        return _ops.fused_relu_add.default(x, y, bias, bias_scalar), 0
+    bias = bias.movedim(in_dims[2], 0)
+    rows = [_ops.fused_relu_add.default(x[i], y[i], bias[i], bias_scalar) for i in range(info.batch_size)]
+    return torch.stack(rows), 0
+
+
 @torch.library.register_fake("kernforge::fused_relu_add_backward")
 def _(grad, x, bias_grad):
     fusion.activate()
@@ -508,6 +549,19 @@ _register_autograd(
     _fused_relu_add_backward_setup,
     _fused_relu_add_backward_jvp,
 )
+
+
+@torch.library.register_vmap("kernforge::fused_relu_add_backward")
+def _(info, in_dims, grad, x, bias_grad):
+    # each example's bias gradient is its own column sums: an op call an
+    # example, as without the batch; without one, one call
+    grad, x = _batched(info, in_dims[:2], (grad, x))
+    op = _ops.fused_relu_add_backward.default
+    if not bias_grad:
+        grad_x, empty = op(grad, x, False)
+        return (grad_x, empty), (0, None)
+    grad_x, grad_bias = zip(*(op(grad[i], x[i], True) for i in range(info.batch_size)), strict=True)
+    return (torch.stack(grad_x), torch.stack(grad_bias)), (0, 0)
 
 
 # ----------------------------------------------------------------------------- lltm

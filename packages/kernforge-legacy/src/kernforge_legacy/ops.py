@@ -117,6 +117,12 @@ def _round_ste_backward(ctx, grad: Tensor) -> Tensor:
 torch.library.register_autograd("kernforge_legacy::round_ste", _round_ste_backward)
 
 
+@torch.library.register_vmap("kernforge_legacy::round_ste")
+def _round_ste_vmap(info, in_dims, x: Tensor):
+    # pointwise: one call over the whole batch, the batch dimension where it was
+    return torch.ops.kernforge_legacy.round_ste.default(x), in_dims[0]
+
+
 class _TransformableRoundSTE(torch.autograd.Function):
     """round_ste under torch.func's transforms (grad, vmap, jvp, ...), which
     take only a Function with a setup_context of its own (torch.library's
