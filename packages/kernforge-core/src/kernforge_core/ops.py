@@ -466,12 +466,12 @@ def _fused_relu_add_backward(ctx, grad):
     )
 
 
-def _fused_relu_add_jvp(inputs, tangent_x, tangent_y, tangent_bias, _):
+def _fused_relu_add_jvp(inputs, tangent_x, tangent_y, tangent_bias, _tangent_scalar):
     # relu's derivative, where x > 0 (NaN passes, as in the backward), times
     # x's tangent; y's and the bias's (broadcast over rows) pass as they are
     x = inputs[0]
     if tangent_x is not None:
-        tangent_x, _ = _call("fused_relu_add_backward", tangent_x, x, False)
+        tangent_x = _call("fused_relu_add_backward", tangent_x, x, False)[0]
     if tangent_bias is not None:
         tangent_bias = tangent_bias.expand(x.shape)
         if tangent_x is None and tangent_y is None:
