@@ -36,14 +36,17 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # product items a thread), of 16 units (S = 256, B = 8) and of 6 units at a
 # batch of 64 (S = 96: three items a thread). The cooperative grid: S = 256
 # (B = 12) and a batch of 64 at S = 112, batch groups with a short last group
-# (B = 33, S = 300), several hidden units a block with the last block short
-# (S = 521), one group with the operand staged in chunks (S = 1024: the
-# forward at B = 32, the backward at B = 16); in float the backward takes its
+# (B = 33, S = 300; the forward at T <= 4), several hidden units a block with
+# the last block short (S = 521), one group with the operand staged in chunks
+# (S = 1024: the forward at B = 32, the backward at B = 16); in float the backward takes its
 # rows by bulk copy where S % 4 == 0 (S = 256, 112, 300: with a short last
 # group) and stages them at S = 521 (B = 16), 1024. A batch of 64 at S = 521
 # (backward) and 1024 steps by cuBLAS: a thread of the grid would sum more
 # than 192 values a step. And a batch of 256 in 8 groups of 32 rows (S = 128);
-# a batch above them (cuBLAS per step). No input features (F = 0: the
+# a batch above them (cuBLAS per step). Past four steps, the forward splits
+# a batch too large for one cluster over clusters of its rows: 5 clusters of
+# 8 rows, the last of one (B = 33, S = 300), 8 of 32 (B = 256, S = 128), 7
+# of 16, the last of 4 (B = 100, S = 64). No input features (F = 0: the
 # projection is zeros), and a wide input (F = 2100) on one cluster. In float
 # the cluster multiplies x itself where F % 4 == 0 and F <= 64: one step at
 # F = 64, two steps, an odd number of steps at the benchmark's (16, 32, 128)
@@ -69,6 +72,8 @@ SIZES = [
     (3, 32, 5, 1024),
     (3, 16, 5, 1024),
     (3, 256, 6, 128),
+    (5, 256, 6, 128),
+    (7, 100, 5, 64),
     (4, 300, 8, 64),
     # one step of a few rows (a generated token): one matrix-vector kernel on
     # CUDA, four values a load (B = 8, the most it takes) or one (F = 7);
@@ -142,7 +147,11 @@ def test_matches_a_loop_over_the_cell(device, dtype, size):
 @DTYPES
 @pytest.mark.parametrize("size", [(3, *s[1:]) for s in SIZES], ids=str)
 def test_each_layout_over_three_steps(device, dtype, size):
-    gen = torch.Generator().manual_seed(60)
+    _check_a_layout(size, dtype, device, torch.Generator().manual_seed(60))
+
+
+def _check_a_layout(size, dtype, device, gen):
+    """The op at `size` (T, B, F, S) against the reference, its outputs poisoned first."""
     steps, batch, _, state = size
     _poison(device, (steps, batch, state), (steps, batch, 3 * state))
     _check_against_the_reference(
@@ -170,6 +179,15 @@ def _check_against_the_reference(ins, kwargs, tol, gen):
     for name, o, r in zip(("x", "weight", "bias", "h0", "c0"), ours, refs, strict=True):
         assert o.grad is not None, name
         close(o.grad.cpu(), r.grad.to(dtype), **tol)
+
+
+# The forward's clusters of rows (above) at five steps, the fewest that
+# split: racecheck's share of that layout, as the test above is of the others.
+@pytest.mark.sanitize
+@DTYPES
+@pytest.mark.parametrize("size", [(5, 33, 7, 300), (5, 72, 3, 128), (5, 100, 5, 64)], ids=str)
+def test_each_split_layout_over_five_steps(device, dtype, size):
+    _check_a_layout(size, dtype, device, torch.Generator().manual_seed(62))
 
 
 SANITIZED_BUT_LONG_FOR_RACECHECK = [pytest.mark.sanitize, pytest.mark.long_for_racecheck]
@@ -1254,15 +1272,16 @@ def test_bad_backward_input(device):
 
 # ----------------------------------------------------------------------------- packed sequences
 
-# (B, F, S) of a packed batch, on CUDA one per path: the CPU-sized case; one
-# cluster multiplying x itself (16, 32, 128), one cluster with P given
-# (B = 33, S = 40), the cluster's widest (64, 5, 64); the cooperative grid
-# (S = 256), its batch groups with the last short (33, 7, 300), its staged
-# operand (S = 521), a batch of 200 in groups; cuBLAS per step (B = 300);
-# no input features.
+# (B, F, S) of a packed batch (7 steps), on CUDA one per path: the
+# CPU-sized case; one cluster multiplying x itself (16, 32, 128), one
+# cluster with P given (B = 33, S = 40), the cluster's widest (64, 5, 64);
+# clusters of rows (S = 256: 3 clusters of 4 rows; 5 clusters, the last of
+# one row, at S = 300; 8 clusters of 28 rows at B = 200; 8 of 40 at B =
+# 300); the cooperative grid with its staged operand (S = 521), in batch
+# groups (B = 100); cuBLAS per step (B = 600); no input features.
 PACKED_SIZES = [
     (5, 3, 4), (16, 32, 128), (33, 20, 40), (64, 5, 64), (12, 4, 256), (33, 7, 300), (64, 6, 521),
-    (200, 6, 96), (300, 8, 64), (6, 0, 12),
+    (100, 6, 521), (200, 6, 96), (300, 8, 64), (600, 4, 64), (6, 0, 12),
 ]  # fmt: skip
 
 

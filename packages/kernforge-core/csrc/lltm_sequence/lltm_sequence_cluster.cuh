@@ -15,7 +15,9 @@
 //                      g_{t-1} = grad_output_{t-1} + the sum of the partials (its J units)
 // Packed, step t runs on its first B_t rows (the exchanges keep their
 // size): a row's cell stays in its thread after its last step, and in the
-// backward a row joins at its own last step.
+// backward a row joins at its own last step. The forward of a batch too
+// large for one cluster may run as several clusters, each on its own rows
+// (cluster_split_plan).
 // What a step receives is double-buffered by the step's parity. Two
 // buffers suffice: a block can push into a buffer again only after every
 // block has sent it the step in between, which each sends only after it
@@ -137,7 +139,11 @@ __global__ void __launch_bounds__(kThreads)
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
   const Plan& p = a.plan;
-  const int J = p.units, B = a.batch, S = a.S, T = a.T;
+  // The cluster's batch rows [row0, row0 + B) (cluster_split_plan: each
+  // cluster its own rows; else one cluster, every row). `b` below is a row
+  // of the cluster, row0 + b the batch's.
+  const int row0 = static_cast<int>(blockIdx.x) / p.blocks * p.rows;
+  const int J = p.units, B = min(p.rows, a.batch - row0), S = a.S, T = a.T;
   const int F = std::is_same_v<scalar_t, float> ? p.features : 0;
   const int rank = static_cast<int>(cluster.block_rank());
   const int j0 = rank * J, units = min(J, S - j0);
@@ -151,10 +157,13 @@ __global__ void __launch_bounds__(kThreads)
   // h_t arrives in buffer (t + 1) & 1 during step t, for t < T - 1.
   const uint32_t bytes = 4u * (S - units) * p.stride;
   init_exchange(bars, bytes, T > 2, T > 1);
+  // The cluster's rows at step t (known at fixed length).
+  const auto rows_at = [&](int t) { return P ? max(0, min(B, step_rows(a, t) - row0)) : B; };
   const auto load_x = [&](int t) {  // thread 0: x_t's B_t rows into buffer t & 1
-    const uint32_t x_bytes = 4u * step_rows(a, t) * F;
+    const uint32_t x_bytes = 4u * rows_at(t) * F;
     expect_bytes(xbars + (t & 1), x_bytes);
-    bulk_load(xb + (t & 1) * padded * F, a.x + step_row(a, t) * F, x_bytes, xbars + (t & 1));
+    bulk_load(xb + (t & 1) * padded * F, a.x + (step_row(a, t) + row0) * F, x_bytes,
+              xbars + (t & 1));
   };
   if (F > 0) {
     init_bulk_barrier(xbars);
@@ -169,7 +178,7 @@ __global__ void __launch_bounds__(kThreads)
   // h0 (null: zeros) into buffer 0; both buffers' padding rows (b >= B) zero for good.
   for (int idx = threadIdx.x; idx < S * p.stride; idx += blockDim.x) {
     const int k = idx / p.stride, b = idx - k * p.stride;
-    hb[idx] = b < B && a.h0 ? static_cast<float>(a.h0[b * S + k]) : 0.0f;
+    hb[idx] = b < B && a.h0 ? static_cast<float>(a.h0[(row0 + b) * S + k]) : 0.0f;
     hb[S * p.stride + idx] = 0.0f;
   }
   const Item it = item_of(p);
@@ -179,9 +188,9 @@ __global__ void __launch_bounds__(kThreads)
   // pushes land.
   const bool owner = static_cast<int>(threadIdx.x) < units * B;
   const int ob = threadIdx.x / units, oj = threadIdx.x % units;
-  float c = owner && a.c0 ? a.c0[ob * S + j0 + oj] : 0.0f;
+  float c = owner && a.c0 ? a.c0[(row0 + ob) * S + j0 + oj] : 0.0f;
   StepInput<scalar_t> in{};
-  if (owner) step_input(a, 0, ob, j0 + oj, in);
+  if (owner) step_input(a, 0, row0 + ob, j0 + oj, in);
   float acc[3][kRows] = {};
   cluster.sync();  // every block runs, its mbarriers set up, before any pushes into it
   if (F > 0) {
@@ -190,7 +199,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   for (int t = 0; t < T; ++t) {
     // the rows of steps t and t + 1 (known at fixed length)
-    const int Bt = P ? step_rows(a, t) : B, Bn = t + 1 < T ? (P ? step_rows(a, t + 1) : B) : 0;
+    const int Bt = rows_at(t), Bn = t + 1 < T ? rows_at(t + 1) : 0;
     if (t > 0) {
       // h_{t-1} has landed; buffer t & 1 next receives h_{t+1}.
       wait_phase(bars + (t & 1), ((t - 1) >> 1) & 1);
@@ -229,11 +238,11 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     if (live) {
-      store_forward(a, t, ob, j0 + oj, e);
-      if (send && ob < Bn) step_input(a, t + 1, ob, j0 + oj, in);
+      store_forward(a, t, row0 + ob, j0 + oj, e);
+      if (send && ob < Bn) step_input(a, t + 1, row0 + ob, j0 + oj, in);
     }
   }
-  if (owner) a.c_n[ob * S + j0 + oj] = static_cast<scalar_t>(c);  // each row's last cell
+  if (owner) a.c_n[(row0 + ob) * S + j0 + oj] = static_cast<scalar_t>(c);  // each row's last cell
 #endif
 }
 
@@ -373,16 +382,22 @@ __global__ void __launch_bounds__(kThreads)
 
 // The largest cluster (16 or 8 blocks) of Kernel's blocks at the most
 // shared memory a block may have that `device` can run, or 0: none (compute
-// capability below 9.0, or no such cluster fits). The probe's errors only
-// mean "not supported" and are cleared.
+// capability below 9.0, or no such cluster fits), and how many such
+// clusters the device runs at once. The probe's errors only mean "not
+// supported" and are cleared.
+struct ClusterFit {
+  int blocks, active;
+};
+
 template <auto Kernel>
-int max_cluster(int32_t device) {
+ClusterFit cluster_fit(int32_t device) {
   constexpr int kCached = 64;
-  static std::atomic<int> cache[kCached];  // the answer + 1; 0: not asked yet
+  // (the size + 1) + 256 * active; 0: not asked yet
+  static std::atomic<int> cache[kCached];
   const bool cached = device >= 0 && device < kCached;
   int n = cached ? cache[device].load(std::memory_order_relaxed) : 0;
-  if (n > 0) return n - 1;
-  int major = 0, size = 0;
+  if (n > 0) return {n % 256 - 1, n / 256};
+  int major = 0, size = 0, active = 0;
   STD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   const int smem = max_shared_bytes(device);
   if (major >= 9 && cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -401,13 +416,21 @@ int max_cluster(int32_t device) {
       config.attrs = &attr;
       config.numAttrs = 1;
       int clusters = 0;
-      if (cudaOccupancyMaxActiveClusters(&clusters, Kernel, &config) == cudaSuccess && clusters > 0)
+      if (cudaOccupancyMaxActiveClusters(&clusters, Kernel, &config) == cudaSuccess &&
+          clusters > 0) {
         size = blocks;
+        active = std::min(clusters, 255);
+      }
     }
   }
   (void)cudaGetLastError();
-  if (cached) cache[device].store(size + 1, std::memory_order_relaxed);
-  return size;
+  if (cached) cache[device].store(size + 1 + 256 * active, std::memory_order_relaxed);
+  return {size, active};
+}
+
+template <auto Kernel>
+int max_cluster(int32_t device) {
+  return cluster_fit<Kernel>(device).blocks;
 }
 
 // The plan of one cluster of ceil(S / J) <= max_blocks blocks for a
@@ -418,10 +441,10 @@ int max_cluster(int32_t device) {
 // multiplies x by W_x itself (plan.features = features) where `features`
 // is not 0 and the whole rows of W (K = S + F) and two buffers of x_t fit.
 inline Plan cluster_plan(int64_t batch, int64_t S, bool backward, int max_blocks, int32_t device,
-                         int64_t features = 0) {
+                         int64_t features = 0, bool split = false) {
   if (max_blocks < 2 || batch > kMaxBatch || S == 0 || batch == 0) return {};
   const int64_t J = (S + max_blocks - 1) / max_blocks;
-  if (batch * 3 * S * J > kClusterWork || batch * J > kThreads) return {};
+  if ((!split && batch * 3 * S * J > kClusterWork) || batch * J > kThreads) return {};
   if (backward && S * ((batch + 3) / 4) > kMaxItems * kThreads) return {};
   const auto limit = static_cast<size_t>(max_shared_bytes(device));
   // The forward gives an item at most kForwardLanes lanes where the block
@@ -452,6 +475,38 @@ inline Plan cluster_plan(int64_t batch, int64_t S, bool backward, int max_blocks
   return {};
 }
 
+// The forward's plan of several clusters where one cluster cannot take the
+// batch (cluster_plan), or blocks = 0: the batch split into as many
+// clusters as run at once (`active`, and blocks * clusters <= `sms`), each
+// the plan of one cluster for its p.rows consecutive rows (packed: the
+// longest rows in the first cluster). The clusters share nothing (one that
+// waits for an SM only runs later), and a step exchanges within its cluster
+// where the grid of lltm_sequence_persistent.cuh makes an L2 round trip and
+// a grid-wide synchronization. Taken where a block's work a step is within
+// kClusterWork, where the grid does not apply (`grid_rows` 0), or where a
+// cluster takes at most 5/4 of the rows of one of the grid's batch groups
+// (`grid_rows`). On an H200, fixed length, T = 64, F = S, inference against
+// the grid (or cuBLAS per step), fp32: (B, S) = (128, 64) 334 to 204 us,
+// (256, 128) 462 to 292, (128, 256) 522 to 442, (33, 300) 475 to 301,
+// (300, 64) 1633 to 238; slower at (64, 256), 12 rows a cluster against the
+// grid's 8: 470 to 545, and (64, 384), 559 to 651. Its x_t products are
+// left to the GEMM.
+inline Plan cluster_split_plan(int64_t batch, int64_t S, int max_blocks, int active, int64_t sms,
+                               int64_t grid_rows, int32_t device) {
+  if (max_blocks < 2 || S == 0 || batch <= kRows) return {};
+  const int64_t J = (S + max_blocks - 1) / max_blocks, blocks = (S + J - 1) / J;
+  const int64_t most = std::min<int64_t>(active, sms / blocks);
+  if (most < 2) return {};
+  const int64_t rows = ((batch + most - 1) / most + kRows - 1) / kRows * kRows;
+  const int64_t clusters = (batch + rows - 1) / rows;
+  if (clusters < 2) return {};
+  Plan p = cluster_plan(rows, S, false, max_blocks, device, 0, true);
+  if (p.blocks == 0 || p.blocks * clusters > sms) return {};
+  if (rows * 3 * S * p.units > kClusterWork && grid_rows > 0 && 4 * rows > 5 * grid_rows) return {};
+  p.clusters = static_cast<int>(clusters);
+  return p;
+}
+
 template <auto Kernel, class Args>
 void launch_cluster(const Args& args, int32_t device) {
   // max_cluster set the kernel's shared memory to the most a block may have.
@@ -461,7 +516,7 @@ void launch_cluster(const Args& args, int32_t device) {
   attr.val.clusterDim.x = p.blocks;
   attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(p.blocks);
+  config.gridDim = dim3(p.blocks * p.clusters);
   config.blockDim = dim3(p.threads);
   config.dynamicSmemBytes = p.smem;
   config.stream = cuda::current_stream(device);

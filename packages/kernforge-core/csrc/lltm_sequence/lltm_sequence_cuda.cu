@@ -1,7 +1,8 @@
 // The LLTM sequence on CUDA: the driver of lltm_sequence_math.h. At small
 // batch (float, half, bfloat16) the whole recurrence is one persistent kernel
 // per direction: one thread-block cluster for the smallest sequences
-// (lltm_sequence_cluster.cuh), else a cooperative grid
+// (lltm_sequence_cluster.cuh; the forward of a larger batch: a cluster for
+// each share of its rows), else a cooperative grid
 // (lltm_sequence_persistent.cuh); a single step of a few rows (a generated
 // token) is one matrix-vector kernel (lltm_sequence_token.cuh), of any
 // floating dtype; otherwise cuBLAS GEMMs (half and bfloat16 straight
@@ -110,22 +111,33 @@ struct CudaSequence {
   enum class Ran { none, cluster, grid };
 
   // One cluster where the sequence is small enough (lltm_sequence_cluster.cuh),
+  // else, with `split`, clusters of the batch's rows (cluster_split_plan),
   // else the grid of lltm_sequence_persistent.cuh, else none: stepping.
   // make(plan, cluster) gives the kernel's arguments; the cluster forward
   // multiplies x itself where `features` is not 0 and it fits, the grid
   // where `grid_features` is not 0 and it fits.
   template <auto ClusterKernel, auto GridKernel, class Make>
   static Ran run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device,
-                 int64_t features = 0, int64_t grid_features = 0) {
-    cuda_seq::Plan plan = cuda_seq::cluster_plan(
-        batch, state, backward, cuda_seq::max_cluster<ClusterKernel>(device), device, features);
+                 int64_t features = 0, int64_t grid_features = 0, bool split = false) {
+    const cuda_seq::ClusterFit fit = cuda_seq::cluster_fit<ClusterKernel>(device);
+    cuda_seq::Plan plan =
+        cuda_seq::cluster_plan(batch, state, backward, fit.blocks, device, features);
     if (plan.blocks > 0) {
       cuda_seq::launch_cluster<ClusterKernel>(make(plan, true), device);
       return Ran::cluster;
     }
-    plan = cuda_seq::plan(batch, state, backward, device, grid_features);
-    if (plan.blocks == 0) return Ran::none;
-    cuda_seq::launch<GridKernel>(make(plan, false), device);
+    const cuda_seq::Plan grid = cuda_seq::plan(batch, state, backward, device, grid_features);
+    if (split) {
+      plan =
+          cuda_seq::cluster_split_plan(batch, state, fit.blocks, fit.active, cuda::sm_count(device),
+                                       grid.blocks > 0 ? grid.rows : 0, device);
+      if (plan.blocks > 0) {
+        cuda_seq::launch_cluster<ClusterKernel>(make(plan, true), device);
+        return Ran::cluster;
+      }
+    }
+    if (grid.blocks == 0) return Ran::none;
+    cuda_seq::launch<GridKernel>(make(grid, false), device);
     return Ran::grid;
   }
 
@@ -149,6 +161,10 @@ struct CudaSequence {
   static int64_t grid_fusable(const SeqRecurrence& r) {
     return r.steps <= kFusedSteps ? fusable(r) : 0;
   }
+
+  // Whether the forward may split the batch over clusters (cluster_split_plan):
+  // past kFusedSteps steps, where the grid would not multiply x itself.
+  static bool splits(const SeqRecurrence& r) { return r.steps > kFusedSteps; }
 
   // Whether recurrence(r) multiplies x by W_x itself (the driver then makes no P).
   static bool projects_input(const SeqRecurrence& r) {
@@ -256,10 +272,10 @@ struct CudaSequence {
                 static_cast<int>(r.state),
                 plan};
           };
-          ran =
-              run<cuda_seq::cluster_forward_kernel<scalar_t, P>,
-                  cuda_seq::forward_kernel<scalar_t, P>>(make, r.batch, r.state, false, r.device,
-                                                         fusable(r), grid_fusable(r)) != Ran::none;
+          ran = run<cuda_seq::cluster_forward_kernel<scalar_t, P>,
+                    cuda_seq::forward_kernel<scalar_t, P>>(make, r.batch, r.state, false, r.device,
+                                                           fusable(r), grid_fusable(r),
+                                                           splits(r)) != Ran::none;
         });
       }
     });

@@ -145,7 +145,8 @@ __device__ inline void bulk_stage(float* to, const void* from, uint32_t bytes, u
 // recurrent product: S forward, 3S backward; the block's W slice is 3J rows
 // of S (forward) or J rows of 3S (backward), rows kp floats apart.
 struct Plan {
-  int blocks = 0, units = 0;  // grid size, J
+  int blocks = 0, units = 0;  // grid size (a cluster's for the cluster kernels), J
+  int clusters = 1;           // the cluster forward: clusters of p.rows batch rows each
   int unit_groups = 0;        // blocks per batch group (blocks / unit_groups groups)
   int rows = 0;               // batch rows per group (the last group may have fewer)
   int lanes = 0;              // threads that share one (unit, 4 rows) item: a power of 2
