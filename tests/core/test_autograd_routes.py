@@ -6,6 +6,7 @@ bit for bit, and each must be the one taken where it should be."""
 
 from __future__ import annotations
 
+import copy
 import io
 import warnings
 
@@ -126,6 +127,49 @@ def test_exported_sequence_saves_and_loads(device):
     got, want = loaded(x), model(x)
     for g, w in zip((got[0], *got[1]), (want[0], *want[1]), strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+class _EveryModule(torch.nn.Module):
+    """A model that calls each kernforge module once."""
+
+    def __init__(self, device):
+        super().__init__()
+        self.rnn = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=True, device=device)
+        self.cell = kernforge.nn.LLTM(12, 6, device=device)
+        self.join = kernforge.nn.FusedReLUAdd(6, device=device)
+        self.round = kernforge.nn.RoundSTE()
+
+    def forward(self, x, h):
+        out, (h_n, _) = self.rnn(x)
+        h1, c1 = self.cell(out[-1], (h, h))
+        return self.join(h1, c1) + self.round(torch.sigmoid(h1)), h_n
+
+
+def test_fx_symbolic_trace_keeps_the_modules_whole(device):
+    # torch.fx keeps torch.nn's modules (nn.LSTM) as one node each; kernforge's
+    # are one call each too, not traced into (their checks refused the proxies).
+    gen = _gen(device)
+    model = _EveryModule(device)
+    traced = torch.fx.symbolic_trace(model)
+    calls = [
+        n.args[0].target
+        for n in traced.graph.nodes
+        if n.op == "call_function" and n.target is kernforge.nn._traced_call
+    ]
+    assert calls == ["rnn", "cell", "join", "round"]
+    x = torch.randn(5, 3, 4, device=device, generator=gen, requires_grad=True)
+    h = torch.randn(3, 6, device=device, generator=gen)
+    for run in (traced, copy.deepcopy(traced)):
+        got, want = run(x, h), model(x, h)
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=0, atol=0)
+        names = [name for name, _ in model.named_parameters()]
+        params_got, params_want = dict(run.named_parameters()), dict(model.named_parameters())
+        loss = lambda outs: outs[0].sum() + outs[1].sum()
+        grads_got = torch.autograd.grad(loss(got), [x, *(params_got[n] for n in names)])
+        grads_want = torch.autograd.grad(loss(want), [x, *(params_want[n] for n in names)])
+        for g, w in zip(grads_got, grads_want, strict=True):
+            torch.testing.assert_close(g, w, rtol=0, atol=0)
 
 
 def _scripted_and_loaded(module):

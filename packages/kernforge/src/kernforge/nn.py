@@ -8,9 +8,20 @@ import warnings
 
 import torch
 from torch import Tensor, nn
+from torch.fx import Proxy
 from torch.nn.utils.rnn import PackedSequence
 
 from . import functional as F
+
+
+@torch.fx.wrap
+def _traced_call(module: nn.Module, *args):
+    """``module(*args)`` as one node of a ``torch.fx`` graph, as torch.fx
+    keeps torch.nn's own modules (``nn.LSTM``): its symbolic tracer would
+    otherwise go into the module, whose checks need tensors, not its
+    proxies. A module's forward hands itself here when its first argument
+    is a proxy."""
+    return module(*args)
 
 
 class FusedReLUAdd(nn.Module):
@@ -40,6 +51,8 @@ class FusedReLUAdd(nn.Module):
     def forward(self, x: Tensor, y: Tensor) -> Tensor:
         if torch.jit.is_scripting():
             return torch.ops.kernforge.fused_relu_add(x, y, self.bias)
+        if isinstance(x, Proxy):
+            return _traced_call(self, x, y)
         return F.fused_relu_add(x, y, self.bias)
 
     def extra_repr(self) -> str:
@@ -85,10 +98,13 @@ class LLTM(nn.Module):
             nn.init.uniform_(p, -bound, bound)
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
-        h, c = state
         if torch.jit.is_scripting():
+            h, c = state
             h, c, _ = torch.ops.kernforge.lltm_forward(x, self.weight, self.bias, h, c)
             return h, c
+        if isinstance(x, Proxy):
+            return _traced_call(self, x, state)
+        h, c = state
         return F.lltm(x, self.weight, self.bias, h, c)
 
     def reference(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
@@ -486,6 +502,8 @@ class LLTMSequence(nn.Module):
             if isinstance(input, PackedSequence):
                 return self._scripted_packed(input, hx)
             return self._scripted_forward(input, hx)
+        if isinstance(input, Proxy):
+            return _traced_call(self, input, hx)
         return self._forward(F, input, hx)
 
     # torch.jit.script compiles forward's scripted branch; these are Python's.
@@ -788,4 +806,7 @@ class RoundSTE(nn.Module):
     """
 
     def forward(self, x: Tensor) -> Tensor:
+        if not torch.jit.is_scripting():
+            if isinstance(x, Proxy):
+                return _traced_call(self, x)
         return F.round_ste(x)
