@@ -75,6 +75,9 @@ SIZES = [
     (5, 256, 6, 128),
     (7, 100, 5, 64),
     (4, 300, 8, 64),
+    # an even S not a multiple of 4 on the grid: its rows staged two values a load
+    (4, 20, 6, 650),
+    (6, 20, 10, 650),
     # one step of a few rows (a generated token): one matrix-vector kernel on
     # CUDA, four values a load (B = 8, the most it takes) or one (F = 7);
     # B = 9 takes the persistent kernels
