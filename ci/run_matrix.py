@@ -166,7 +166,7 @@ def run_cell(cell: Cell, args: argparse.Namespace, cache: Path, tag: str) -> Non
             "no:cacheprovider",
         ],
     ]
-    free = shutil.disk_usage(work).free / 2**30  # a torch CUDA build with its libraries takes about 6 GiB
+    free = shutil.disk_usage(work).free / 2**30  # a torch CUDA build with its libraries takes about 7 GiB
     print(f"{tag} {cell.name}: {free:.1f} GiB free on the work folder's disk", flush=True)
     start = time.monotonic()
     with log.open("w") as out:
