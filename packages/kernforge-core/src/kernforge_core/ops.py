@@ -796,13 +796,20 @@ def _sequence_shape(x, batch_sizes, columns):
     return (x.shape[0], columns) if batch_sizes is not None else (x.shape[0], x.shape[1], columns)
 
 
-@torch.library.register_fake("kernforge::lltm_sequence_forward")
-def _(x, W, b, h0, c0, batch_sizes=None):
+def _checked_sequence(x, W, b, h0, c0, batch_sizes):
+    """The sequence ops' checks, then their output [T, B, S] (or [N, S]
+    packed) and the batch B and state size S."""
     _checks.lltm_sequence(x, W, b, h0, c0, batch_sizes=batch_sizes)
     batch = batch_sizes[0] if batch_sizes is not None else x.shape[1]
     state = W.shape[0] // 3
+    return x.new_empty(_sequence_shape(x, batch_sizes, state)), batch, state
+
+
+@torch.library.register_fake("kernforge::lltm_sequence_forward")
+def _(x, W, b, h0, c0, batch_sizes=None):
+    output, batch, state = _checked_sequence(x, W, b, h0, c0, batch_sizes)
     return (
-        x.new_empty(_sequence_shape(x, batch_sizes, state)),
+        output,
         x.new_empty((batch, state)),
         x.new_empty(_sequence_shape(x, batch_sizes, 3 * state)),
         x.new_empty(_sequence_shape(x, batch_sizes, state), dtype=_cell_dtype(x.dtype)),
@@ -811,14 +818,8 @@ def _(x, W, b, h0, c0, batch_sizes=None):
 
 @torch.library.register_fake("kernforge::lltm_sequence_inference")
 def _(x, W, b, h0, c0, batch_sizes=None):
-    _checks.lltm_sequence(x, W, b, h0, c0, batch_sizes=batch_sizes)
-    batch = batch_sizes[0] if batch_sizes is not None else x.shape[1]
-    state = W.shape[0] // 3
-    return (
-        x.new_empty(_sequence_shape(x, batch_sizes, state)),
-        x.new_empty((batch, state)),
-        x.new_empty((batch, state)),
-    )
+    output, batch, state = _checked_sequence(x, W, b, h0, c0, batch_sizes)
+    return output, x.new_empty((batch, state)), x.new_empty((batch, state))
 
 
 def _lltm_sequence_setup(ctx, inputs, output):
