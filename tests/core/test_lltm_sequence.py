@@ -1491,6 +1491,34 @@ def test_packed_reversed_rows_opcheck(device):
 # ----------------------------------------------------------------------------- layers, generation
 
 
+# A token of a few rows on the CPU (T = 1): up to 4 rows by dot products
+# from pointers, two rows at a time (3: a pair and one), 5 by the GEMMs.
+# S = 70 is more than one block of units, F = 45 not a multiple of the
+# lanes; with and without a state, training (gates and cells kept) and
+# inference (bit for bit the training forward's), against the reference.
+@DTYPES
+@pytest.mark.parametrize("batch", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("state", ["given", "absent"])
+def test_a_cpu_token_of_a_few_rows(dtype, batch, state):
+    gen = torch.Generator().manual_seed(64)
+    ins = _inputs(1, batch, 45, 70, dtype, "cpu", gen)[: 5 if state == "given" else 3]
+    ours = [t.clone().requires_grad_() for t in ins]
+    refs = [t.double().requires_grad_() for t in ins]
+    out, (h_n, c_n) = kernforge.lltm_sequence(*ours)
+    with torch.no_grad():
+        inf_out, (inf_h, inf_c) = kernforge.lltm_sequence(*ins)
+    r_out, (r_h, r_c) = reference.lltm_sequence(*refs)
+    tol = _sequence_tolerance(dtype, 1, batch)
+    for o, i, r in ((out, inf_out, r_out), (h_n, inf_h, r_h), (c_n, inf_c, r_c)):
+        close(o, r.to(dtype), **tol)
+        assert torch.equal(i, o.detach())
+    grads = [random(t.shape, dtype, "cpu", gen) for t in (out, h_n, c_n)]
+    torch.autograd.backward((out, h_n, c_n), grads)
+    torch.autograd.backward((r_out, r_h, r_c), [g.double() for g in grads])
+    for name, o, r in zip(("x", "weight", "bias", "h0", "c0"), ours, refs, strict=False):
+        close(o.grad, r.grad.to(dtype), **tol, msg=name)
+
+
 @pytest.mark.sanitize
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("layers", [1, 3])

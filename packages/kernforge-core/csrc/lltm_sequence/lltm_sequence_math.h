@@ -525,7 +525,7 @@ SeqOut forward(const Tensor& x, const Tensor& W, const Tensor& b, const std::opt
 }
 
 // A token (T = 1) of layers whose every recurrence multiplies its input by
-// W_x itself (Backend::projects_input: the CUDA token kernel): each layer
+// W_x itself (Backend::projects_input: the token kernels): each layer
 // checked as forward checks it, then run by Backend::token straight from
 // pointers into the layers op's outputs (layer k's h into its row of h_n,
 // which layer k + 1 reads; on CUDA all layers in one launch), with no views
