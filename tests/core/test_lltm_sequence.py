@@ -163,9 +163,10 @@ def _check_a_layout(size, dtype, device, gen):
 
 
 def _check_against_the_reference(ins, kwargs, tol, gen):
-    """The op on `ins` (x, W, b, h0, c0) with gradients, and under no_grad
-    (the inference op: bit for bit the forward's), against the float64
-    reference on the CPU: outputs and every input's gradient."""
+    """The op on `ins` (x, W, b, h0, c0; or x, W, b: no state) with
+    gradients, and under no_grad (the inference op: bit for bit the
+    forward's), against the float64 reference on the CPU: outputs and every
+    input's gradient."""
     dtype, device = ins[0].dtype, ins[0].device
     ours = [t.clone().requires_grad_() for t in ins]
     refs = [t.double().cpu().requires_grad_() for t in ins]
@@ -179,7 +180,7 @@ def _check_against_the_reference(ins, kwargs, tol, gen):
     grads = [random(t.shape, dtype, device, gen) for t in (out, h_n, c_n)]
     torch.autograd.backward((out, h_n, c_n), grads)
     torch.autograd.backward((r_out, r_h, r_c), [g.double().cpu() for g in grads])
-    for name, o, r in zip(("x", "weight", "bias", "h0", "c0"), ours, refs, strict=True):
+    for name, o, r in zip(("x", "weight", "bias", "h0", "c0")[: len(ins)], ours, refs, strict=True):
         assert o.grad is not None, name
         close(o.grad.cpu(), r.grad.to(dtype), **tol)
 
@@ -1502,21 +1503,7 @@ def test_packed_reversed_rows_opcheck(device):
 def test_a_cpu_token_of_a_few_rows(dtype, batch, state):
     gen = torch.Generator().manual_seed(64)
     ins = _inputs(1, batch, 45, 70, dtype, "cpu", gen)[: 5 if state == "given" else 3]
-    ours = [t.clone().requires_grad_() for t in ins]
-    refs = [t.double().requires_grad_() for t in ins]
-    out, (h_n, c_n) = kernforge.lltm_sequence(*ours)
-    with torch.no_grad():
-        inf_out, (inf_h, inf_c) = kernforge.lltm_sequence(*ins)
-    r_out, (r_h, r_c) = reference.lltm_sequence(*refs)
-    tol = _sequence_tolerance(dtype, 1, batch)
-    for o, i, r in ((out, inf_out, r_out), (h_n, inf_h, r_h), (c_n, inf_c, r_c)):
-        close(o, r.to(dtype), **tol)
-        assert torch.equal(i, o.detach())
-    grads = [random(t.shape, dtype, "cpu", gen) for t in (out, h_n, c_n)]
-    torch.autograd.backward((out, h_n, c_n), grads)
-    torch.autograd.backward((r_out, r_h, r_c), [g.double() for g in grads])
-    for name, o, r in zip(("x", "weight", "bias", "h0", "c0"), ours, refs, strict=False):
-        close(o.grad, r.grad.to(dtype), **tol, msg=name)
+    _check_against_the_reference(ins, {}, _sequence_tolerance(dtype, 1, batch), gen)
 
 
 @pytest.mark.sanitize
