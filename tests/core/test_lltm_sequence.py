@@ -1492,13 +1492,14 @@ def test_packed_reversed_rows_opcheck(device):
 # ----------------------------------------------------------------------------- layers, generation
 
 
-# A token of a few rows on the CPU (T = 1): up to 4 rows by dot products
-# from pointers, two rows at a time (3: a pair and one), 5 by the GEMMs.
-# S = 70 is more than one block of units, F = 45 not a multiple of the
-# lanes; with and without a state, training (gates and cells kept) and
-# inference (bit for bit the training forward's), against the reference.
+# A token of a few rows on the CPU (T = 1): up to 8 rows by dot products
+# from pointers, four rows at a time, then two, then one (7: four, two and
+# one), 9 by the GEMMs. S = 70 is more than one block of units, F = 45 not a
+# multiple of the lanes; with and without a state, training (gates and
+# cells kept) and inference (bit for bit the training forward's), against
+# the reference.
 @DTYPES
-@pytest.mark.parametrize("batch", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("batch", [1, 2, 3, 4, 5, 7, 8, 9])
 @pytest.mark.parametrize("state", ["given", "absent"])
 def test_a_cpu_token_of_a_few_rows(dtype, batch, state):
     gen = torch.Generator().manual_seed(64)

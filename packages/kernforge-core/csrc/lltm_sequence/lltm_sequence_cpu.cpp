@@ -17,28 +17,31 @@ namespace {
 // A generated token: one step (T = 1) of at most kTokenMaxBatch rows, run
 // from pointers with no GEMM and no views (a small token is bound by the
 // host, a large one by reading W): each unit s dots its three rows of W
-// with [h0_b | x_b], two rows b at a time, then a block of units runs the
-// cell. Against the GEMM per layer (2 cores, 2 layers, F = S, fp32), 1 row:
-// S = 64 42 to 17 us, 200 78 to 47, 650 900 to 580; 4 rows: S = 200 142 to
-// 114, 650 1440 to 960; 8 rows lose (S = 200, 165 to 200), so they keep it.
-constexpr int64_t kTokenMaxBatch = 4;
+// with [h0_b | x_b], four rows b at a time, then two, then one, then a
+// block of units runs the cell. Against the GEMM per layer (2 cores, 2
+// layers, F = S, fp32), 1 row: S = 64 42 to 17 us, 200 78 to 47, 650 900
+// to 580; 4 rows: S = 650 1440 to 550; 8 rows: S = 64 41 to 34, 650 1380
+// to 980, 1024 3680 to 1900, S = 200 level (130); 9 rows keep the GEMMs.
+constexpr int64_t kTokenMaxBatch = 8;
 
 bool token_fits(const SeqRecurrence& r) {
   return r.steps == 1 && r.batch >= 1 && r.batch <= kTokenMaxBatch;
 }
 
-// Lanes of partial sums a gate keeps, so that the products vectorize
-// without reordering a sum; summed pairwise at the end.
-constexpr int kTokenLanes = 32;
+// Lanes of partial sums a gate keeps for R rows, so that the products
+// vectorize without reordering a sum; summed pairwise at the end. Four rows
+// keep 16, so that their 4 x 3 x 16 sums stay in registers.
+template <int R>
+constexpr int kTokenLanes = R == 4 ? 16 : 32;
 
 // Adds w_g[k] v_r[k] (k < n) for the three gates g and R rows r into
 // their lanes: each value of W loaded once for the R rows.
-template <int R, class scalar_t>
+template <int R, class scalar_t, int L = kTokenLanes<R>>
 KF_ALWAYS_INLINE void dot3(const scalar_t* __restrict w0, const scalar_t* __restrict w1,
                            const scalar_t* __restrict w2, const scalar_t* const (&v)[R], int64_t n,
-                           opmath_t<scalar_t> (&part)[R][3][kTokenLanes]) {
+                           opmath_t<scalar_t> (&part)[R][3][L]) {
   using acc_t = opmath_t<scalar_t>;
-  const auto add = [&](int64_t k, int l) {
+  const auto add = [&](int64_t k, int l) __attribute__((always_inline)) {
     const acc_t a0 = acc_t(w0[k + l]), a1 = acc_t(w1[k + l]), a2 = acc_t(w2[k + l]);
     for (int r = 0; r < R; ++r) {
       const acc_t vl = acc_t(v[r][k + l]);
@@ -48,14 +51,14 @@ KF_ALWAYS_INLINE void dot3(const scalar_t* __restrict w0, const scalar_t* __rest
     }
   };
   int64_t k = 0;
-  for (; k + kTokenLanes <= n; k += kTokenLanes)
-    for (int l = 0; l < kTokenLanes; ++l) add(k, l);
+  for (; k + L <= n; k += L)
+    for (int l = 0; l < L; ++l) add(k, l);
   for (int l = 0; k + l < n; ++l) add(k, l);
 }
 
-template <class acc_t>
-KF_ALWAYS_INLINE acc_t lanes_sum(acc_t (&part)[kTokenLanes]) {
-  for (int width = kTokenLanes / 2; width > 0; width /= 2)
+template <int L, class acc_t>
+KF_ALWAYS_INLINE acc_t lanes_sum(acc_t (&part)[L]) {
+  for (int width = L / 2; width > 0; width /= 2)
     for (int l = 0; l < width; ++l) part[l] += part[l + width];
   return part[0];
 }
@@ -99,17 +102,16 @@ struct TokenUnits {
   cell_t* cells;
   int64_t ldw, batch, S, F;
   KF_ALWAYS_INLINE void run(int64_t, int64_t s0, int64_t s1) const {
-    for (int64_t b = 0; b < batch; b += 2) {
-      if (b + 1 < batch)
-        rows<2>(b, s0, s1);
-      else
-        rows<1>(b, s0, s1);
-    }
+    int64_t b = 0;
+    for (; b + 4 <= batch; b += 4) rows<4>(b, s0, s1);
+    for (; b + 2 <= batch; b += 2) rows<2>(b, s0, s1);
+    if (b < batch) rows<1>(b, s0, s1);
   }
 
   // Rows [b, b + R): per block of units, their products, then their cells.
   template <int R>
   KF_ALWAYS_INLINE void rows(int64_t b, int64_t s0, int64_t s1) const {
+    constexpr int L = kTokenLanes<R>;
     using acc_t = opmath_t<scalar_t>;
     acc_t pre[R][3 * kTokenBlock];
     scalar_t spare_gates[3 * kTokenBlock], spare_h[kTokenBlock];
@@ -123,7 +125,7 @@ struct TokenUnits {
       const int64_t n = std::min(kTokenBlock, s1 - u0);
       for (int64_t u = 0; u < n; ++u) {
         const scalar_t *w0 = W + (u0 + u) * ldw, *w1 = w0 + S * ldw, *w2 = w1 + S * ldw;
-        acc_t part[R][3][kTokenLanes] = {};
+        acc_t part[R][3][L] = {};
         if (h0) dot3<R>(w0, w1, w2, hs, S, part);
         dot3<R>(w0 + S, w1 + S, w2 + S, xs, F, part);
         for (int r = 0; r < R; ++r)
