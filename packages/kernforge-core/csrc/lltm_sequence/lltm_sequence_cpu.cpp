@@ -94,12 +94,12 @@ KF_ALWAYS_INLINE void token_cells(int64_t n, const opmath_t<scalar_t>* __restric
 // The token's units in chunks (cpu::Chunks over units); run(c, s0, s1)
 // does units [s0, s1) of every row. A null h0 or c0 is zeros; gates,
 // cells and h_n are written where not null (else into spare buffers).
-template <class scalar_t, class cell_t>
-struct TokenUnits {
-  const scalar_t *x, *bias, *W, *h0;
-  const cell_t* c0;
-  scalar_t *output, *c_n, *h_n, *gates;
-  cell_t* cells;
+template <class scalar_t>
+struct TokenUnits : TokenBuffers<scalar_t> {
+  using Buffers = TokenBuffers<scalar_t>;
+  using Buffers::x, Buffers::bias, Buffers::W, Buffers::h0, Buffers::c0, Buffers::output,
+      Buffers::c_n, Buffers::h_n, Buffers::gates, Buffers::cells;
+  using typename Buffers::cell_t;
   int64_t ldw, batch, S, F;
   KF_ALWAYS_INLINE void run(int64_t, int64_t s0, int64_t s1) const {
     int64_t b = 0;
@@ -181,21 +181,8 @@ struct CpuSequence {
     if (!token_fits(r)) return false;
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
-      using cell_t = opmath_t<scalar_t>;
-      const TokenUnits<scalar_t, cell_t> units{static_cast<const scalar_t*>(r.x),
-                                               static_cast<const scalar_t*>(r.bias),
-                                               static_cast<const scalar_t*>(r.W),
-                                               static_cast<const scalar_t*>(r.h0),
-                                               static_cast<const cell_t*>(r.c0),
-                                               static_cast<scalar_t*>(r.output),
-                                               static_cast<scalar_t*>(r.c_n),
-                                               static_cast<scalar_t*>(r.h_n),
-                                               static_cast<scalar_t*>(r.gates),
-                                               static_cast<cell_t*>(r.cells),
-                                               r.ldw,
-                                               r.batch,
-                                               r.state,
-                                               r.features};
+      const TokenUnits<scalar_t> units{
+          {TokenBuffers<scalar_t>::of(r)}, r.ldw, r.batch, r.state, r.features};
       cpu::run_rows(cpu::Chunks(r.state, 3 * r.ldw * r.batch), units);
     });
     return true;

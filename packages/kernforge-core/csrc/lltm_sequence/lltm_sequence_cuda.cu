@@ -190,21 +190,8 @@ struct CudaSequence {
 
   template <class scalar_t>
   static cuda_seq::TokenArgs<scalar_t> token_args(const SeqRecurrence& r) {
-    using cell_t = typename cuda_seq::TokenArgs<scalar_t>::cell_t;
-    return {static_cast<const scalar_t*>(r.x),
-            static_cast<const scalar_t*>(r.bias),
-            static_cast<const scalar_t*>(r.W),
-            static_cast<const scalar_t*>(r.h0),
-            static_cast<const cell_t*>(r.c0),
-            static_cast<scalar_t*>(r.output),
-            static_cast<scalar_t*>(r.c_n),
-            static_cast<scalar_t*>(r.h_n),
-            static_cast<scalar_t*>(r.gates),
-            static_cast<cell_t*>(r.cells),
-            r.ldw,
-            static_cast<int>(r.batch),
-            static_cast<int>(r.state),
-            static_cast<int>(r.features)};
+    return {TokenBuffers<scalar_t>::of(r), r.ldw, static_cast<int>(r.batch),
+            static_cast<int>(r.state), static_cast<int>(r.features)};
   }
 
   // A token's layers (each projecting its input, layer k + 1's x layer k's

@@ -27,6 +27,7 @@
 
 #include "common/alloc.h"
 #include "common/checks.h"
+#include "common/dispatch.h"
 #include "lltm/lltm_math.h"
 
 namespace kernforge {
@@ -80,6 +81,28 @@ struct SeqRecurrence {
   int64_t ldw, features, steps, batch, state;
   ScalarType dtype;
   int32_t device;
+};
+
+// A recurrence's buffers in its dtype, for the passes of a generated token
+// (the CPU's TokenUnits, the CUDA TokenArgs): x [B, F]; W [3S, ldw], W_h its
+// first S columns and W_x the next F; h0 and c0 [B, S] (null: zeros);
+// output, c_n and h_n [B, S] (h_n may be null); gates [B, 3S] (i, o, z) and
+// cells [B, S], both null in inference. c0 and cells of the cell type.
+template <class scalar_t>
+struct TokenBuffers {
+  using cell_t = opmath_t<scalar_t>;
+  const scalar_t *x, *bias, *W, *h0;
+  const cell_t* c0;
+  scalar_t *output, *c_n, *h_n, *gates;
+  cell_t* cells;
+
+  static TokenBuffers of(const SeqRecurrence& r) {
+    return {static_cast<const scalar_t*>(r.x), static_cast<const scalar_t*>(r.bias),
+            static_cast<const scalar_t*>(r.W), static_cast<const scalar_t*>(r.h0),
+            static_cast<const cell_t*>(r.c0),  static_cast<scalar_t*>(r.output),
+            static_cast<scalar_t*>(r.c_n),     static_cast<scalar_t*>(r.h_n),
+            static_cast<scalar_t*>(r.gates),   static_cast<cell_t*>(r.cells)};
+  }
 };
 
 struct SeqRecurrenceBackward {

@@ -19,6 +19,7 @@
 #include "common/cuda_utils.cuh"
 #include "common/dispatch.h"
 #include "lltm/lltm_math.h"
+#include "lltm_sequence/lltm_sequence_math.h"
 
 namespace kernforge::cuda_seq {
 
@@ -26,16 +27,10 @@ constexpr int kTokenThreads = 128;
 constexpr int64_t kTokenMaxBatch = 8;
 constexpr int kTokenMaxLayers = 4;  // layers of one launch (more: a launch each)
 
+// A step's buffers (TokenBuffers) and sizes: B = batch rows, S the state,
+// F the input's features.
 template <class scalar_t>
-struct TokenArgs {
-  using cell_t = opmath_t<scalar_t>;
-  // x [B, F]; W [3S, ldw], W_h its first S columns and W_x the next F;
-  // h0 [B, S] and c0 [B, S] (null: zeros)
-  const scalar_t *x, *bias, *W, *h0;
-  const cell_t* c0;
-  scalar_t *output, *c_n, *h_n;  // [B, S]; h_n may be null
-  scalar_t* gates;               // [B, 3S] (i, o, z), or null (inference)
-  cell_t* cells;                 // [B, S], or null (inference)
+struct TokenArgs : TokenBuffers<scalar_t> {
   int64_t ldw;
   int batch, S, F;
 };
