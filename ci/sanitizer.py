@@ -200,3 +200,35 @@ def verdict(tool: str, log: str) -> tuple[bool, str]:
     )
     tests_ok = " passed" in result and not re.search(r"\d+ (failed|errors?)\b", result)
     return clean and tests_ok, f"{tool}: {said} | {result}"
+
+
+def passed_tests(log: str) -> list[str]:
+    """The node ids that a tool's log (pytest -v) reports as passed, in the
+    order they finished: `[gw0] [ 33%] PASSED ID` under pytest-xdist,
+    `ID PASSED [ 33%]` without it. Ids may hold spaces ("(3, 8, 4, 256)")."""
+    ids = []
+    for line in log.splitlines():
+        xdist = re.match(r"\[gw\d+\] \[ *\d+%\] PASSED (\S.*?)\s*$", line)
+        plain = re.match(r"(\S+::.+?) PASSED\b", line)
+        if xdist or plain:
+            ids.append((xdist or plain).group(1))
+    return ids
+
+
+def deselect_passed(logs: list[Path]) -> list[str]:
+    """pytest arguments that leave out every test these logs report as
+    passed: run a stopped tool again with them (one a line in a file, given
+    to pytest as @FILE) and it runs only what the stopped runs did not
+    finish, on a host whose calls end before racecheck's whole scope does."""
+    ids = dict.fromkeys(i for log in logs for i in passed_tests(log.read_text(errors="replace")))
+    return [arg for i in ids for arg in ("--deselect", i)]
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] != ["deselect-passed"] or len(sys.argv) < 3:
+        sys.exit(
+            "usage: python ci/sanitizer.py deselect-passed LOG... > FILE; then nox -s sanitize -- TOOL @FILE"
+        )
+    print("\n".join(deselect_passed([Path(p) for p in sys.argv[2:]])))

@@ -232,6 +232,57 @@ def test_fixtures_build_where_kernforge_test_builds_says(tmp_path, tmp_path_fact
     assert (tmp_path / "kept" / "builds").is_dir()
 
 
+def test_a_stopped_run_resumes_with_what_it_did_not_finish(tmp_path):
+    """Two racecheck runs stopped at a call's limit (one under xdist, one
+    not): `deselect-passed` over their logs gives pytest an @FILE that
+    leaves out what passed, ids with spaces included, and nothing else."""
+    module = tmp_path / "test_m.py"
+    module.write_text(
+        "import pytest\n"
+        "@pytest.mark.parametrize('size', [(3, 8, 4, 256), (5, 33, 7, 300), (2, 0, 3, 4)], ids=str)\n"
+        "@pytest.mark.parametrize('dtype', ['float32', 'bfloat16'])\n"
+        "def test_layout(size, dtype):\n    pass\n"
+    )
+    first, second = tmp_path / "first.log", tmp_path / "second.log"
+    first.write_text(
+        START
+        + "[gw1] [ 16%] PASSED test_m.py::test_layout[float32-(3, 8, 4, 256)] \n"
+        + "[gw0] [ 33%] FAILED test_m.py::test_layout[bfloat16-(3, 8, 4, 256)] \n"
+        + "test_m.py::test_layout[float32-(5, 33, 7, 300)] \n"
+    )
+    second.write_text(
+        "test_m.py::test_layout[float32-(5, 33, 7, 300)] PASSED            [ 50%]\n"
+        "test_m.py::test_layout[float32-(3, 8, 4, 256)] PASSED             [100%]\n"
+    )
+    assert sanitizer.passed_tests(first.read_text()) == ["test_m.py::test_layout[float32-(3, 8, 4, 256)]"]
+    args = tmp_path / "args.txt"
+    made = subprocess.run(
+        [sys.executable, str(Path(sanitizer.__file__)), "deselect-passed", str(first), str(second)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    args.write_text(made.stdout)
+    assert made.stdout.splitlines() == [
+        "--deselect",
+        "test_m.py::test_layout[float32-(3, 8, 4, 256)]",
+        "--deselect",
+        "test_m.py::test_layout[float32-(5, 33, 7, 300)]",
+    ]
+    collect = [sys.executable, "-m", "pytest", "test_m.py", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    left = subprocess.run(
+        [*collect, f"@{args}"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
+    assert sorted(line for line in left.splitlines() if "::" in line) == [
+        "test_m.py::test_layout[bfloat16-(2, 0, 3, 4)]",
+        "test_m.py::test_layout[bfloat16-(3, 8, 4, 256)]",
+        "test_m.py::test_layout[bfloat16-(5, 33, 7, 300)]",
+        "test_m.py::test_layout[float32-(2, 0, 3, 4)]",
+    ]
+    usage = subprocess.run([sys.executable, str(Path(sanitizer.__file__))], capture_output=True, text=True)
+    assert usage.returncode == 1 and "deselect-passed LOG" in usage.stderr
+
+
 def test_logs_go_where_the_session_is_told():
     default = Path("sanitize-logs")
     assert sanitizer.split_logs_arg(["racecheck", "-n", "4"], default) == (default, ["racecheck", "-n", "4"])
