@@ -236,6 +236,7 @@ def test_a_stopped_run_resumes_with_what_it_did_not_finish(tmp_path):
     """Two racecheck runs stopped at a call's limit (one under xdist, one
     not): `deselect-passed` over their logs gives pytest an @FILE that
     leaves out what passed, ids with spaces included, and nothing else."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # ids relative to tmp_path, wherever it lies
     module = tmp_path / "test_m.py"
     module.write_text(
         "import pytest\n"
