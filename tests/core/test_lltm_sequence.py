@@ -533,6 +533,27 @@ def test_compile_fullgraph(device, bidirectional):
         close(g, w)
 
 
+def test_not_an_nn_lstm_and_compiled_when_the_name_is_bound(monkeypatch):
+    """LLTMSequence is not an nn.LSTM subclass: dynamo graph-breaks on every
+    nn.LSTM. Code that binds the name nn.LSTM to it, so that its isinstance
+    checks see the layer, compiles it whole only with dynamo's allow_rnn,
+    as the README says; this fails when torch changes that."""
+    model = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+    assert not isinstance(model, torch.nn.LSTM)
+    x = random((5, 3, 4), torch.float64, "cpu", torch.Generator().manual_seed(107))
+    monkeypatch.setattr(torch.nn, "LSTM", kernforge.nn.LLTMSequence)
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported, match="RNN"):
+        torch.compile(model, fullgraph=True, backend="eager")(x)
+    monkeypatch.setattr(torch._dynamo.config, "allow_rnn", True)
+    torch._dynamo.reset()
+    out, (h_n, _) = torch.compile(model, fullgraph=True, backend="eager")(x)
+    want, (want_h, _) = model.reference(x)
+    close(out, want)
+    close(h_n, want_h)
+    torch._dynamo.reset()
+
+
 # The persistent kernel, and cuBLAS per step (a batch above the grid's): in
 # bfloat16 its GEMMs go to cuBLAS itself, on its own handle, which must
 # take the capturing stream.

@@ -122,7 +122,10 @@ class LLTMSequence(nn.Module):
     """The LLTM cell run over sequences, layer upon layer, shaped like
     ``torch.nn.LSTM`` (see :func:`kernforge.functional.lltm_sequence`).
     The model is the LLTM's, not the LSTM's: with no forget gate its cell
-    state only adds, and ``tanh(c)`` saturates as a sequence goes on.
+    state only adds, and ``tanh(c)`` saturates as a sequence goes on. It is
+    not an ``nn.LSTM`` subclass (``torch.compile`` graph-breaks on those), so
+    ``isinstance(m, nn.LSTM)`` is False; the README's limits say how code
+    that checks it can use the layer.
 
     Args:
         input_size: F, the size of each input.
