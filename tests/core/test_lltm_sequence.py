@@ -5,6 +5,7 @@ torch.compile, CUDA graphs, autocast, packed sequences, and bad input."""
 
 from __future__ import annotations
 
+import copy
 import pickle
 import random as _random
 import re
@@ -14,6 +15,7 @@ import pytest
 import torch
 from torch import Tensor
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.nn.utils import prune
 from torch.nn.utils.rnn import pack_sequence, pad_packed_sequence
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -1151,6 +1153,65 @@ def test_parametrizations_on_the_layer_weight():
     square(x)[0].sum().backward()
     with pytest.raises(ValueError, match="weight_hh_l0"):
         torch.nn.utils.parametrizations.weight_norm(kernforge.nn.LLTMSequence(4, 6), "weight_hh_l0")
+
+
+def test_prune_on_an_lstm_weight_name():
+    """torch.nn.utils.prune on one of nn.LSTM's names, as on an LSTM: the
+    columns read become the Parameter ``<name>_orig`` (their storage apart
+    from the weight's), the forward runs on them times the mask, they
+    train, and prune.remove leaves the pruned columns under the name."""
+    torch.manual_seed(0)
+    layer = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+    x = torch.randn(5, 3, 4, dtype=torch.float64)
+    hh = layer.weight_hh_l0.detach().clone()
+    prune.l1_unstructured(layer, "weight_hh_l0", amount=0.5)
+    names = sorted(n for n, _ in layer.named_parameters())
+    assert names == ["bias_l0", "bias_l1", "weight_hh_l0_orig", "weight_l0", "weight_l1"]
+    mask = layer.weight_hh_l0_mask
+    assert mask.sum() == 54 and torch.equal(layer.weight_hh_l0_orig, hh)
+    twin = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+    with torch.no_grad():
+        twin.load_state_dict({k: v for k, v in layer.state_dict().items() if "hh" not in k})
+        twin.weight_l0[:, :6] = hh * mask
+    got = layer(x)[0]
+    close(got, twin(x)[0], **TOL[torch.float64])
+    got.square().sum().backward()
+    twin(x)[0].square().sum().backward()
+    close(layer.weight_hh_l0_orig.grad, twin.weight_l0.grad[:, :6] * mask, **TOL[torch.float64])
+    assert torch.count_nonzero(layer.weight_l0.grad[:, :6]) == 0  # the weight's own columns are unused
+    with torch.no_grad():
+        layer.weight_hh_l0_orig.add_(1.0)  # its own storage: the weight stays
+    assert not torch.equal(layer.weight_l0[:, :6], layer.weight_hh_l0_orig)
+    prune.remove(layer, "weight_hh_l0")
+    assert sorted(n for n, _ in layer.named_parameters()) == NAMES_WITH_WEIGHT_HH_L0_SET_BACK
+    with torch.no_grad():
+        twin.weight_l0[:, :6] = (hh + 1.0) * mask
+        close(layer(x)[0], twin(x)[0], **TOL[torch.float64])
+
+
+def test_functional_call_with_an_lstm_weight_name_leaves_the_layer_as_it_was():
+    """torch.func.functional_call reads the name, sets the tensor given, and
+    sets back what it read (a view of the weight's columns): the call runs on
+    the tensor, and the layer is as before, with nothing kept beside its
+    weight (it deep-copies; a non-leaf view kept in it would not)."""
+    torch.manual_seed(0)
+    layer = kernforge.nn.LLTMSequence(4, 6, dtype=torch.float64)
+    x = torch.randn(5, 3, 4, dtype=torch.float64)
+    before = layer(x)[0].detach()
+    hh = torch.randn(18, 6, dtype=torch.float64)
+    got = torch.func.functional_call(layer, {"weight_hh_l0": hh}, (x,))[0]
+    W = torch.cat([hh, layer.weight_l0[:, 6:]], 1)
+    close(got, reference.lltm_sequence(x, W, layer.bias_l0, None, None)[0], **TOL[torch.float64])
+    for copied in (copy.deepcopy(layer), layer):
+        assert torch.equal(copied(x)[0], before)
+    saved = layer.weight_ih_l0  # code that saves the name and sets it back
+    layer.weight_ih_l0 = torch.zeros(18, 4, dtype=torch.float64)
+    assert not torch.equal(layer(x)[0], before)
+    layer.weight_ih_l0 = saved
+    assert torch.equal(copy.deepcopy(layer)(x)[0], before)
+    with torch.no_grad():
+        layer.weight_l0.mul_(0.5)  # the weight itself runs again
+    assert not torch.equal(layer(x)[0], before)
 
 
 def test_lstm_names_set_wrongly_raise():

@@ -169,7 +169,10 @@ class LLTMSequence(nn.Module):
     torchnlp's and awd-lstm-lm's weight dropout and
     ``torch.nn.utils.weight_norm`` and ``spectral_norm`` do) gives the
     layer's weight storage of its own: a raw copy made from the view read
-    before trains apart from the weight. ``torch.nn.utils.parametrize``
+    before trains apart from the weight (``torch.nn.utils.prune`` on those
+    names keeps the columns as the Parameter ``<name>_orig`` so). Setting a
+    name back to what was read from it (as ``torch.func.functional_call``
+    does after its call) gives the columns back. ``torch.nn.utils.parametrize``
     (``parametrizations.weight_norm``, ``orthogonal``) takes the layer's
     own ``weight_l{k}``; it refuses the LSTM's names, which are views.
 
@@ -274,8 +277,16 @@ class LLTMSequence(nn.Module):
                 return
             if not isinstance(value, Tensor):
                 raise TypeError(f"LLTMSequence: {name} must be a Tensor, got {type(value).__name__}")
+            weight = getattr(self, f"weight_l{k}{sfx}")
+            if _is_own_columns(value, weight, kind):
+                # What reading the name gave, set back (torch.func.functional_call
+                # and code that saves and restores it): the columns are the
+                # weight's own again, nothing kept beside it.
+                if name in self._replaced:
+                    self.__delattr__(name)
+                return
             S = self.hidden_size
-            columns = S if kind == "weight_hh" else getattr(self, f"weight_l{k}{sfx}").shape[1] - S
+            columns = S if kind == "weight_hh" else weight.shape[1] - S
             if tuple(value.shape) != (3 * S, columns):
                 raise ValueError(
                     f"LLTMSequence: {name} must be [3 * hidden_size, {columns}] = [{3 * S}, {columns}] "
@@ -367,6 +378,15 @@ class LLTMSequence(nn.Module):
         if "_replaced" in self.__dict__ and _LSTM_NAME.fullmatch(name):
             self.__setattr__(name, param)
             return
+        # torch.nn.utils.prune registers what it read under one of the
+        # LSTM's names (here a view of a weight's columns) as `<name>_orig`,
+        # then deletes the name, which gives the weight storage of its own:
+        # the Parameter keeps the columns.
+        if isinstance(param, Tensor) and not isinstance(param, nn.Parameter):
+            alias = _LSTM_NAME.fullmatch(name.removesuffix("_orig"))
+            weight = self._parameters.get(f"weight_{_layer(alias)}") if alias else None
+            if weight is not None and _is_own_columns(param, weight, alias.group(1)):
+                param = nn.Parameter(param.detach(), requires_grad=weight.requires_grad)
         super().register_parameter(name, param)
 
     def _suffixes(self) -> tuple[str, ...]:
@@ -713,6 +733,19 @@ def _lstm_columns(weight: Tensor, kind: str) -> Tensor:
     names: ``weight_hh`` the first S columns, ``weight_ih`` the rest."""
     S = weight.shape[0] // 3
     return weight[:, :S] if kind == "weight_hh" else weight[:, S:]
+
+
+def _is_own_columns(value: Tensor, weight: Tensor, kind: str) -> bool:
+    """Whether ``value`` is the view of ``weight`` that reading nn.LSTM's
+    ``kind`` name gives (not a Parameter made from it, not a copy)."""
+    if isinstance(value, nn.Parameter) or value._base is not weight:
+        return False
+    columns = _lstm_columns(weight, kind)
+    return (value.data_ptr(), value.shape, value.stride()) == (
+        columns.data_ptr(),
+        columns.shape,
+        columns.stride(),
+    )
 
 
 def _own_storage(weight: Tensor | None) -> None:
