@@ -1159,7 +1159,8 @@ def test_prune_on_an_lstm_weight_name():
     """torch.nn.utils.prune on one of nn.LSTM's names, as on an LSTM: the
     columns read become the Parameter ``<name>_orig`` (their storage apart
     from the weight's), the forward runs on them times the mask, they
-    train, and prune.remove leaves the pruned columns under the name."""
+    train, and prune.remove leaves the pruned columns under the name, whose
+    state dict loads into a layer without it."""
     torch.manual_seed(0)
     layer = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
     x = torch.randn(5, 3, 4, dtype=torch.float64)
@@ -1187,6 +1188,16 @@ def test_prune_on_an_lstm_weight_name():
     with torch.no_grad():
         twin.weight_l0[:, :6] = (hh + 1.0) * mask
         close(layer(x)[0], twin(x)[0], **TOL[torch.float64])
+        # its state dict (weight_hh_l0 beside weight_l0) loads into a layer without the name
+        fresh = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+        fresh.load_state_dict(layer.state_dict())
+        assert sorted(n for n, _ in fresh.named_parameters()) == [
+            "bias_l0",
+            "bias_l1",
+            "weight_l0",
+            "weight_l1",
+        ]
+        close(fresh(x)[0], twin(x)[0], **TOL[torch.float64])
 
 
 def test_functional_call_with_an_lstm_weight_name_leaves_the_layer_as_it_was():

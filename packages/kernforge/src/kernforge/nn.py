@@ -170,7 +170,9 @@ class LLTMSequence(nn.Module):
     ``torch.nn.utils.weight_norm`` and ``spectral_norm`` do) gives the
     layer's weight storage of its own: a raw copy made from the view read
     before trains apart from the weight (``torch.nn.utils.prune`` on those
-    names keeps the columns as the Parameter ``<name>_orig`` so). Setting a
+    names keeps the columns as the Parameter ``<name>_orig`` so; a state
+    dict with a Parameter under one of those names, as ``prune.remove``
+    leaves, loads into a layer without one). Setting a
     name back to what was read from it (as ``torch.func.functional_call``
     does after its call) gives the columns back. ``torch.nn.utils.parametrize``
     (``parametrizations.weight_norm``, ``orthogonal``) takes the layer's
@@ -388,6 +390,31 @@ class LLTMSequence(nn.Module):
             if weight is not None and _is_own_columns(param, weight, alias.group(1)):
                 param = nn.Parameter(param.detach(), requires_grad=weight.requires_grad)
         super().register_parameter(name, param)
+
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ) -> None:
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+        # A state dict saved with a Parameter under one of the LSTM's weight
+        # names (what prune.remove leaves) loads into a layer without one:
+        # its values go into those columns of the weight, loaded first.
+        for key, value in state_dict.items():
+            name = key[len(prefix) :] if key.startswith(prefix) else None
+            alias = _LSTM_NAME.fullmatch(name) if name else None
+            if alias is None or not alias.group(1).startswith("weight") or name in self._replaced:
+                continue
+            weight = self._parameters.get(f"weight_{_layer(alias)}")
+            if weight is None:
+                continue
+            columns = _lstm_columns(weight, alias.group(1))
+            if tuple(value.shape) != tuple(columns.shape):  # an nn.LSTM's four gates: left unexpected
+                continue
+            with torch.no_grad():
+                columns.copy_(value)
+            if key in unexpected_keys:
+                unexpected_keys.remove(key)
 
     def _suffixes(self) -> tuple[str, ...]:
         return ("", "_reverse") if self.bidirectional else ("",)
