@@ -52,7 +52,11 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # projection is zeros), and a wide input (F = 2100) on one cluster. In float
 # the cluster multiplies x itself where F % 4 == 0 and F <= 64: one step at
 # F = 64, two steps, an odd number of steps at the benchmark's (16, 32, 128)
-# and B = 33.
+# and B = 33. In half and bfloat16 the grid's forward multiplies on tensor
+# cores where it fits: its batch rows in one tile of 8 (S = 256 at B = 12,
+# 112, 521, 1024 at B = 16 and 32, 648 at B = 8, an S not a multiple of 16,
+# and odd), one to a block (B = 1, S = 650), four tiles (B = 256, S = 128 at
+# three steps); at (3, 64, 5, 1024) it does not fit, and the FMA product runs.
 SIZES = [
     (1, 2, 3, 4),
     (5, 4, 0, 12),

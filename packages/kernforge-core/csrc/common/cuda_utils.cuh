@@ -1,4 +1,4 @@
-// The current CUDA stream and the SM count, through the stable C shim.
+// The current CUDA stream (through the stable C shim) and the device's attributes.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,14 +17,36 @@ inline cudaStream_t current_stream(int32_t device) {
   return static_cast<cudaStream_t>(stream);
 }
 
-inline int sm_count(int32_t device) {
+// An attribute of `device`, asked once (per attribute and device).
+template <cudaDeviceAttr Attr>
+int device_attribute(int32_t device) {
   constexpr int kCached = 64;
   static std::atomic<int> cache[kCached];
   const bool cached = device >= 0 && device < kCached;
   int n = cached ? cache[device].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
-    STD_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+    STD_CUDA_CHECK(cudaDeviceGetAttribute(&n, Attr, device));
     if (cached) cache[device].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+inline int sm_count(int32_t device) {
+  return device_attribute<cudaDevAttrMultiProcessorCount>(device);
+}
+
+// The compute capability of the binary of `Kernel` that runs (10 major +
+// minor), asked once (devices of a process are assumed to share the first
+// one's).
+template <auto Kernel>
+int binary_version() {
+  static std::atomic<int> version{0};
+  int n = version.load(std::memory_order_relaxed);
+  if (n == 0) {
+    cudaFuncAttributes attributes{};
+    STD_CUDA_CHECK(cudaFuncGetAttributes(&attributes, Kernel));
+    n = attributes.binaryVersion;
+    version.store(n, std::memory_order_relaxed);
   }
   return n;
 }

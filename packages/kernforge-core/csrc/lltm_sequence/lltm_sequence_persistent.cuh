@@ -1,10 +1,12 @@
 // The recurrence of an LLTM sequence as one persistent kernel per direction,
 // for float, half and bfloat16 at small batch (the persistent-RNN idea): a
 // block owns the hidden units [j0, j0 + J) of the batch rows [r0, r0 + R)
-// and keeps its units' slice of W_h in shared memory (as float) for the whole
-// sequence; per step it reads its rows of the previous h (or d_gates) from
-// L2 (the backward's float rows in one bulk copy, with no thread's work),
-// computes its units' part of the recurrent product and their gate math,
+// and keeps its units' slice of W_h in shared memory (as float, or as
+// stored for the tensor-core product) for the whole sequence; per step it
+// reads its rows of the previous h (or d_gates) from L2 (the backward's
+// float rows in one bulk copy, with no thread's work), computes its units'
+// part of the recurrent product (the forward's on
+// tensor cores in half and bfloat16, where it fits) and their gate math,
 // writes them, and the grid synchronizes once (a cooperative launch keeps
 // every block resident). Splitting the batch over groups of blocks cuts what
 // each block reads per step, at the price of a larger W slice a block.
@@ -60,14 +62,16 @@ __device__ inline float load_l2(const T* p) {
   }
 }
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// mbarriers (compute capability 9.0 and up). A phase completes when its
-// arrivals have come and every byte they announced has landed: pushes from
-// the other blocks of a cluster (lltm_sequence_cluster.cuh), or a bulk copy.
+// The address of p in the block's shared-memory window (for ldmatrix,
+// mbarriers and bulk copies).
 __device__ inline uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// mbarriers (compute capability 9.0 and up). A phase completes when its
+// arrivals have come and every byte they announced has landed: pushes from
+// the other blocks of a cluster (lltm_sequence_cluster.cuh), or a bulk copy.
 // The block's own arrival on its mbarrier, announcing `bytes`. Its release
 // is to the block alone: the announced data comes with the pushes or copies
 // themselves, and at cluster scope the release stalled the arriving thread
@@ -155,6 +159,7 @@ struct Plan {
   int ws = 0;              // floats of the W slice, a multiple of 4 (float4 alignment after it)
   int features = 0;        // forward: F where it multiplies x by W_x itself (0: P is given)
   int threads = kThreads;  // block size (the cluster forward may launch fewer)
+  bool mma = false;        // the grid forward's product on tensor cores (mma_plan)
   size_t smem = 0;         // bytes
 };
 
@@ -352,6 +357,160 @@ __device__ inline void row_product(const float* ws, const float* vr, int K, int 
   reduce_lanes<1>(p, acc);
 }
 
+// The grid forward's recurrent product on tensor cores (plan.mma: half and
+// bfloat16, compute capability 8.0 and up; mma_plan). The block keeps its
+// W slice as stored, 16-bit ([Mp][kp]: its 3J rows padded with zero rows to
+// Mp, a multiple of 16, and K with zeros to one of 16), and each warp reads
+// the rows of h_{t-1} it multiplies from L2 straight into its operands: no
+// staging and no barrier before the product. With the batch rows in NT
+// tiles of 8, warp w takes tile w % NT and the values of K [16 q ks,
+// 16 (q + 1) ks), q = w / NT, of every tile of 16 of the 3J rows, and
+// leaves its partial sums in part[q][8 NT][Mp + 4] (batch rows, then W's
+// rows), which the gate pass adds up. (The FMA product of
+// recurrent_product issued about 1500 instructions a warp a step at
+// (B, S) = (64, 512): on an H200 the packed bfloat16 forward's kernel took
+// 736 us for 99 steps, 565 us on tensor cores.)
+constexpr int kMmaMaxTiles = 8;     // tiles of 16 of W's rows (4 accumulators each a thread)
+constexpr int kMmaMaxOperands = 4;  // operands of h a warp (16 values x 8 rows, 2 registers)
+constexpr int kMmaMaxRowTiles = 4;  // tiles of 8 batch rows
+
+__host__ __device__ inline int mma_rows(const Plan& p) {
+  return (3 * p.units + 15) / 16 * 16;
+}
+
+// The values of K a warp multiplies (in steps of 16), and the warps (of one
+// row tile) that have any, with `row_tiles` tiles of batch rows.
+__host__ __device__ inline int mma_ksteps(int S, int row_tiles) {
+  const int steps = (S + 15) / 16, groups = kThreads / 32 / row_tiles;
+  return (steps + groups - 1) / groups;
+}
+__host__ __device__ inline int mma_splits(int S, int row_tiles) {
+  return ((S + 15) / 16 + mma_ksteps(S, row_tiles) - 1) / mma_ksteps(S, row_tiles);
+}
+
+// Floats of the warps' partial sums.
+__host__ __device__ inline int64_t mma_partials(const Plan& p, int S) {
+  return static_cast<int64_t>(mma_splits(S, p.stride / 8)) * p.stride * (mma_rows(p) + 4);
+}
+
+// d += a b for one 16 x 8 tile over 16 values of K (a row-major, b as N x K).
+template <class T>
+__device__ inline void mma_tile(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<T, c10::BFloat16>)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+// The A operand of a 16 x 16 tile of shared memory, rows `ld` values apart:
+// lane l gives the address of row l % 8 + (l & 8), column (l / 16) * 8.
+template <class T>
+__device__ inline void load_tile(uint32_t (&a)[4], const T* tile, int ld) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const T* at = tile + ((lane & 7) + (lane & 8)) * ld + (lane >> 4) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(shared_address(at)));
+#endif
+}
+
+// Values k and k + 1 of a 16-bit row of S (zeros past S) as one operand
+// word, the first in the low half; through L2. `pairs`: S even and the row
+// 4-byte aligned.
+template <class T>
+__device__ inline uint32_t load_pair_l2(const T* row, int k, int S, bool pairs) {
+  const auto* bits = reinterpret_cast<const unsigned short*>(row);
+  if (pairs) return k < S ? __ldcg(reinterpret_cast<const unsigned int*>(bits + k)) : 0u;
+  const uint32_t lo = k < S ? __ldcg(bits + k) : 0u, hi = k + 1 < S ? __ldcg(bits + k + 1) : 0u;
+  return lo | hi << 16;
+}
+
+// ws[row kp + k] = W[g S + j0 + j][k] for row = g J + j (zeros in the padding).
+template <class scalar_t>
+__device__ inline void load_forward_weights_mma(scalar_t* ws, const scalar_t* W, int64_t ldw, int S,
+                                                int j0, int units, const Plan& p) {
+  const int J = p.units, rows = mma_rows(p), K = (S + 15) / 16 * 16;
+  for (int idx = threadIdx.x; idx < rows * K; idx += blockDim.x) {
+    const int row = idx / K, k = idx - row * K, g = row / J, j = row - g * J;
+    ws[row * p.kp + k] = g < 3 && j < units && k < S ? W[(g * S + j0 + j) * ldw + k] : scalar_t(0);
+  }
+}
+
+// The warp's partial product of the block's W slice ws and the first `rows`
+// rows of h (S apart) into part (see above).
+template <class scalar_t>
+__device__ inline void mma_product(const scalar_t* ws, float* part, const scalar_t* h, int S,
+                                   int rows, const Plan& p) {
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  const int gid = lane / 4, tig = lane % 4, Mp = mma_rows(p), ld = Mp + 4, NT = p.stride / 8;
+  const int n = warp % NT, q = warp / NT, ks = mma_ksteps(S, NT);
+  const int k0 = q * ks, kn = min(ks, (S + 15) / 16 - k0);
+  if (q >= kThreads / 32 / NT || kn <= 0) return;
+  const bool pairs = S % 2 == 0 && reinterpret_cast<uintptr_t>(h) % 4 == 0;
+  const int r = n * 8 + gid;
+  const scalar_t* row = h + static_cast<int64_t>(r) * S;
+  uint32_t b[kMmaMaxOperands][2];
+#pragma unroll
+  for (int s = 0; s < kMmaMaxOperands; ++s) {
+    const int k = (k0 + s) * 16 + 2 * tig;
+    const bool live = s < kn && r < rows;
+    b[s][0] = live ? load_pair_l2(row, k, S, pairs) : 0u;
+    b[s][1] = live ? load_pair_l2(row, k + 8, S, pairs) : 0u;
+  }
+  float acc[kMmaMaxTiles][4] = {};
+#pragma unroll
+  for (int s = 0; s < kMmaMaxOperands; ++s) {
+    if (s >= kn) break;
+#pragma unroll
+    for (int m = 0; m < kMmaMaxTiles; ++m) {
+      if (m * 16 >= Mp) break;
+      uint32_t a[4];
+      load_tile(a, ws + m * 16 * p.kp + (k0 + s) * 16, p.kp);
+      mma_tile<scalar_t>(acc[m], a, b[s]);
+    }
+  }
+  // acc[m][0], [1]: W's row m 16 + gid, batch rows 2 tig and 2 tig + 1; [2], [3]: row + 8
+  float* out = part + (q * p.stride + n * 8 + 2 * tig) * ld + gid;
+#pragma unroll
+  for (int m = 0; m < kMmaMaxTiles; ++m) {
+    if (m * 16 >= Mp) break;
+    float* at = out + m * 16;
+    at[0] = acc[m][0];
+    at[ld] = acc[m][1];
+    at[8] = acc[m][2];
+    at[ld + 8] = acc[m][3];
+  }
+}
+
+// The products of W's rows j, J + j and 2 J + j with h's row b: the
+// warps' partial sums, in four independent sums a row (one dependent sum
+// over 16 partials made the gate pass the longest part of a step).
+__device__ inline void mma_sums(const float* part, int j, int b, int S, const Plan& p,
+                                float (&out)[3]) {
+  constexpr int kWarps = kThreads / 32;
+  const int ld = mma_rows(p) + 4, splits = mma_splits(S, p.stride / 8);
+  const float* at = part + b * ld + j;
+  float v[3][4] = {};
+#pragma unroll
+  for (int q = 0; q < kWarps; ++q)
+    if (q < splits)
+#pragma unroll
+      for (int g = 0; g < 3; ++g) v[g][q % 4] += at[q * p.stride * ld + g * p.units];
+#pragma unroll
+  for (int g = 0; g < 3; ++g) out[g] = (v[g][0] + v[g][1]) + (v[g][2] + v[g][3]);
+}
+
 // Packed (offsets given) and fixed-length sequences run separate
 // instantiations: at fixed length every step's rows are known to be the
 // batch, and the kernels compile as they did before packing (with the rows
@@ -537,14 +696,26 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
   const int PB = RB + 1;
   const int group = blockIdx.x / p.unit_groups, groups = gridDim.x / p.unit_groups;
   const int j0 = blockIdx.x % p.unit_groups * J, units = min(J, S - j0);
-  float* ws = reinterpret_cast<float*>(smem4);  // [3J][kp]
-  float* vt = ws + p.ws;                        // [chunk][stride]
-  float* pre = vt + p.chunk * p.stride;         // [3][J][RB + 1]
-  float* c = pre + 3 * J * PB;                  // [J][RB]: fixed length, the block's rows' cells
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const bool mma = !std::is_same_v<scalar_t, float> && p.mma;
+#else
+  constexpr bool mma = false;  // (the host plans none for this code)
+#endif
+  float* ws = reinterpret_cast<float*>(smem4);  // [3J][kp] (mma: [Mp][kp] of scalar_t)
+  float* vt = ws + p.ws;                        // [chunk][stride] (mma: none)
+  float* pre = vt + p.chunk * p.stride;         // [3][J][RB + 1] (mma: the warps' partial sums)
+  // [J][RB]: fixed length, the block's rows' cells
+  float* c = pre + (mma ? mma_partials(p, S) : 3 * J * PB);
+  auto* ws16 = reinterpret_cast<scalar_t*>(ws);
   // With plan.features = F (float, a short sequence), the block keeps its 3J
   // whole rows of W (K = S + F) and multiplies x_t itself: no GEMM makes P.
   const int F = std::is_same_v<scalar_t, float> ? p.features : 0;
-  load_forward_weights(ws, a.W, a.ldw, S + F, S, j0, units, p);
+  if (mma) {
+    load_forward_weights_mma(ws16, a.W, a.ldw, S, j0, units, p);
+    __syncthreads();  // (the FMA product's staging waits for the block; this one does not)
+  } else {
+    load_forward_weights(ws, a.W, a.ldw, S + F, S, j0, units, p);
+  }
   // The block's rows at step t, [r0, r0 + rows): at fixed length its
   // group's for good, their cells in c; packed, its group's share of the
   // step's B_t rows, their cells in a.state.
@@ -593,20 +764,24 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
     }
     // A null h0 is zeros: no product at step 0.
     const scalar_t* h = t == 0 ? a.h0 : a.output + step_row(a, t - 1) * S;
-    float acc[3][kRows];
-    const scalar_t* x = F > 0 ? a.x + (step_row(a, t) + r0) * F : nullptr;
-    if (x && !h) {  // x's columns start at S: a zero state's product over them
-      recurrent_product<3, kUnroll>(ws + S, vt, x, F, F, Rt, p, it, acc);
+    if (mma) {
+      if (h && Rt > 0) mma_product(ws16, pre, h + r0 * S, S, Rt, p);
     } else {
-      recurrent_product<3, kUnroll>(ws, vt, h ? h + r0 * S : nullptr, S, h ? S : 0, Rt, p, it, acc,
-                                    x, F);
+      float acc[3][kRows];
+      const scalar_t* x = F > 0 ? a.x + (step_row(a, t) + r0) * F : nullptr;
+      if (x && !h) {  // x's columns start at S: a zero state's product over them
+        recurrent_product<3, kUnroll>(ws + S, vt, x, F, F, Rt, p, it, acc);
+      } else {
+        recurrent_product<3, kUnroll>(ws, vt, h ? h + r0 * S : nullptr, S, h ? S : 0, Rt, p, it,
+                                      acc, x, F);
+      }
+      if (lane == 0 && b0 < Rt)
+#pragma unroll
+        for (int g = 0; g < 3; ++g)
+#pragma unroll
+          for (int r = 0; r < kRows; ++r)
+            if (b0 + r < Rt) pre[(g * J + jt) * PB + b0 + r] = acc[g][r];
     }
-    if (lane == 0 && b0 < Rt)
-#pragma unroll
-      for (int g = 0; g < 3; ++g)
-#pragma unroll
-        for (int r = 0; r < kRows; ++r)
-          if (b0 + r < Rt) pre[(g * J + jt) * PB + b0 + r] = acc[g][r];
     __syncthreads();
     for (int idx = threadIdx.x; idx < units * Rt; idx += blockDim.x) {
       const int b = idx / units, j = idx - b * units, s = j0 + j;
@@ -617,9 +792,16 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
         if (P) cell = cell_before(t, r0 + b, s);
       }
       if (!P) cell = c[j * RB + b];
+      // the recurrent product of W's rows g J + j and batch row b (a null h: zero)
+      float q[3] = {0.0f, 0.0f, 0.0f};
+      if (!mma) {
+#pragma unroll
+        for (int g = 0; g < 3; ++g) q[g] = pre[(g * J + j) * PB + b];
+      } else if (h) {
+        mma_sums(pre, j, b, S, p, q);
+      }
       const ForwardElement e =
-          gate_forward<scalar_t>(in[0] + pre[j * PB + b], in[1] + pre[(J + j) * PB + b],
-                                 in[2] + pre[(2 * J + j) * PB + b], cell);
+          gate_forward<scalar_t>(in[0] + q[0], in[1] + q[1], in[2] + q[2], cell);
       store_forward(a, t, r0 + b, s, e);
       if (P) {
         a.state[(r0 + b) * S + s] = e.c;
@@ -728,13 +910,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
 }
 
 inline int max_shared_bytes(int32_t device) {
-  static std::atomic<int> cache{0};
-  int n = cache.load(std::memory_order_relaxed);
-  if (n == 0) {
-    STD_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    cache.store(n, std::memory_order_relaxed);
-  }
-  return n;
+  return cuda::device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(device);
 }
 
 // The thread layout and shared-memory shape of a block that owns J hidden
@@ -781,8 +957,15 @@ __host__ __device__ inline int64_t state_floats(const Plan& p, bool backward) {
 // of K or more (each chunk costs a round trip to L2 and two barriers). A
 // packed batch of 256 at S = 256 took 4.6 ms to train by cuBLAS per step,
 // its 50 steps bound by the launches.
-inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_t features = 0) {
+inline Plan mma_plan(int64_t batch, int64_t S, int32_t device);
+
+inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_t features = 0,
+                 bool tensor_cores = false) {
   if (batch > kMaxGroupedBatch || S == 0 || batch == 0) return {};
+  if (tensor_cores && !backward) {
+    const Plan p = mma_plan(batch, S, device);
+    if (p.blocks > 0) return p;
+  }
   const int64_t sms = cuda::sm_count(device);
   const int64_t limit = max_shared_bytes(device) / 4;
   // The forward multiplies x itself (features = F) where its W rows (K = S +
@@ -808,6 +991,42 @@ inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_
       return p;
     }
     if (F == 0) break;
+  }
+  return {};
+}
+
+// The forward's plan with its product on tensor cores (half and bfloat16,
+// compute capability 8.0 and up), or blocks = 0: the batch in groups as in
+// plan, the first count of groups whose block fits its W slice (16-bit),
+// the warps' partial sums and (fixed length) its cells, with at most
+// kMmaMaxRowTiles tiles of 8 batch rows, kMmaMaxTiles tiles of W's rows
+// and kMmaMaxOperands operands of h a warp.
+inline Plan mma_plan(int64_t batch, int64_t S, int32_t device) {
+  const int64_t sms = cuda::sm_count(device), limit = max_shared_bytes(device) / 4;
+  for (int64_t groups = 8; groups >= 1; groups /= 2) {
+    const int64_t rows =
+        groups == 1 ? batch : ((batch + groups - 1) / groups + kRows - 1) / kRows * kRows;
+    if ((batch + rows - 1) / rows != groups || sms / groups == 0) continue;
+    Plan p;
+    p.mma = true;
+    p.units = static_cast<int>((S + sms / groups - 1) / (sms / groups));
+    p.rows = static_cast<int>(rows);
+    p.lanes = 1;
+    p.stride = static_cast<int>((rows + 7) / 8 * 8);  // batch rows of the partial sums
+    const int row_tiles = p.stride / 8;
+    if (row_tiles > kMmaMaxRowTiles || mma_rows(p) / 16 > kMmaMaxTiles ||
+        mma_ksteps(static_cast<int>(S), row_tiles) > kMmaMaxOperands)
+      continue;
+    // Rows 16 bytes apart on distinct banks (ldmatrix): kp * 2 an odd multiple of 16.
+    p.kp = static_cast<int>((S + 15) / 16 * 16 + 8);
+    p.ws = static_cast<int>((static_cast<int64_t>(mma_rows(p)) * p.kp / 2 + 3) / 4 * 4);
+    const int64_t floats =
+        p.ws + mma_partials(p, static_cast<int>(S)) + static_cast<int64_t>(p.units) * p.rows;
+    if (floats > limit) continue;
+    p.unit_groups = static_cast<int>((S + p.units - 1) / p.units);
+    p.blocks = p.unit_groups * static_cast<int>(groups);
+    p.smem = static_cast<size_t>(4 * floats);
+    return p;
   }
   return {};
 }
