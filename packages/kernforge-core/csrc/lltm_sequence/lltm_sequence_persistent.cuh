@@ -5,11 +5,11 @@
 // stored for the tensor-core product) for the whole sequence; per step it
 // reads its rows of the previous h (or d_gates) from L2 (the backward's
 // float rows in one bulk copy, with no thread's work), computes its units'
-// part of the recurrent product (the forward's on
-// tensor cores in half and bfloat16, where it fits) and their gate math,
-// writes them, and the grid synchronizes once (a cooperative launch keeps
-// every block resident). Splitting the batch over groups of blocks cuts what
-// each block reads per step, at the price of a larger W slice a block.
+// part of the recurrent product (the forward's on tensor cores in half and
+// bfloat16, where it fits) and their gate math, writes them, and the grid
+// synchronizes once (a cooperative launch keeps every block resident).
+// Splitting the batch over groups of blocks cuts what each block reads per
+// step, at the price of a larger W slice a block.
 //   forward,  step t:  pre = P_t + b + h_{t-1} W_h^T  (its 3J columns)
 //                      -> gates_t, c_t, h_t = output_t  (its J columns)
 //   backward, step t:  d_gates_t, d_c from g_t, d_c    (its J units)
