@@ -57,6 +57,11 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # 112, 521, 1024 at B = 16 and 32, 648 at B = 8, an S not a multiple of 16,
 # and odd), one to a block (B = 1, S = 650), four tiles (B = 256, S = 128 at
 # three steps); at (3, 64, 5, 1024) it does not fit, and the FMA product runs.
+# In float, in three TF32 products, where it fits with 8 rows a block or
+# more and the grid does not multiply x itself: 112, 300 (three tiles), 521
+# at B = 16, B = 256 at S = 128 and B = 100 at S = 64 (three steps); not
+# at S = 256 with F = 4 or 648 with F = 40 (x multiplied in the grid at
+# three steps), B = 1, 521 at B = 64, 650 at B = 20 or 1024 (the FMA product).
 SIZES = [
     (1, 2, 3, 4),
     (5, 4, 0, 12),
@@ -1382,10 +1387,11 @@ def test_bad_backward_input(device):
 # clusters of rows (S = 256: 3 clusters of 4 rows; 5 clusters, the last of
 # one row, at S = 300; 8 clusters of 28 rows at B = 200; 8 of 40 at B =
 # 300); the cooperative grid with its staged operand (S = 521), in batch
-# groups (B = 100); cuBLAS per step (B = 600); no input features.
+# groups (B = 100), on tensor cores in every dtype (S = 512, the
+# benchmark's); cuBLAS per step (B = 600); no input features.
 PACKED_SIZES = [
     (5, 3, 4), (16, 32, 128), (33, 20, 40), (64, 5, 64), (12, 4, 256), (33, 7, 300), (64, 6, 521),
-    (100, 6, 521), (200, 6, 96), (300, 8, 64), (600, 4, 64), (6, 0, 12),
+    (100, 6, 521), (64, 6, 512), (200, 6, 96), (300, 8, 64), (600, 4, 64), (6, 0, 12),
 ]  # fmt: skip
 
 

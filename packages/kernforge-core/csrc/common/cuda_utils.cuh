@@ -35,18 +35,20 @@ inline int sm_count(int32_t device) {
   return device_attribute<cudaDevAttrMultiProcessorCount>(device);
 }
 
-// The compute capability of the binary of `Kernel` that runs (10 major +
-// minor), asked once (devices of a process are assumed to share the first
-// one's).
+// The compute capability of the binary of `Kernel` that runs on `device`
+// (10 major + minor), asked once per device (a process may hold GPUs of
+// different architectures); `device` is the current device.
 template <auto Kernel>
-int binary_version() {
-  static std::atomic<int> version{0};
-  int n = version.load(std::memory_order_relaxed);
+int binary_version(int32_t device) {
+  constexpr int kCached = 64;
+  static std::atomic<int> cache[kCached];
+  const bool cached = device >= 0 && device < kCached;
+  int n = cached ? cache[device].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
     cudaFuncAttributes attributes{};
     STD_CUDA_CHECK(cudaFuncGetAttributes(&attributes, Kernel));
     n = attributes.binaryVersion;
-    version.store(n, std::memory_order_relaxed);
+    if (cached) cache[device].store(n, std::memory_order_relaxed);
   }
   return n;
 }

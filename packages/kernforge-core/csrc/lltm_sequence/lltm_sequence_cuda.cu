@@ -115,12 +115,11 @@ struct CudaSequence {
   // else the grid of lltm_sequence_persistent.cuh, else none: stepping.
   // make(plan, cluster) gives the kernel's arguments; the cluster forward
   // multiplies x itself where `features` is not 0 and it fits, the grid
-  // where `grid_features` is not 0 and it fits. With `tensor_cores` the
-  // grid forward multiplies on tensor cores where it fits (mma_plan).
+  // where `grid_features` is not 0 and it fits. With `mma` (W's element
+  // size) the grid forward multiplies on tensor cores where it fits (mma_plan).
   template <auto ClusterKernel, auto GridKernel, class Make>
   static Ran run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device,
-                 int64_t features = 0, int64_t grid_features = 0, bool split = false,
-                 bool tensor_cores = false) {
+                 int64_t features = 0, int64_t grid_features = 0, bool split = false, int mma = 0) {
     const cuda_seq::ClusterFit fit = cuda_seq::cluster_fit<ClusterKernel>(device);
     cuda_seq::Plan plan =
         cuda_seq::cluster_plan(batch, state, backward, fit.blocks, device, features);
@@ -128,8 +127,7 @@ struct CudaSequence {
       cuda_seq::launch_cluster<ClusterKernel>(make(plan, true), device);
       return Ran::cluster;
     }
-    const cuda_seq::Plan grid =
-        cuda_seq::plan(batch, state, backward, device, grid_features, tensor_cores);
+    const cuda_seq::Plan grid = cuda_seq::plan(batch, state, backward, device, grid_features, mma);
     if (split) {
       plan =
           cuda_seq::cluster_split_plan(batch, state, fit.blocks, fit.active, cuda::sm_count(device),
@@ -263,12 +261,15 @@ struct CudaSequence {
                 plan};
           };
           constexpr auto grid = cuda_seq::forward_kernel<scalar_t, P>;
-          // (16-bit, and the kernel built for compute capability 8.0 or up)
-          const bool tensor_cores =
-              !std::is_same_v<scalar_t, float> && cuda::binary_version<grid>() >= 80;
+          // Tensor cores where the kernel was built for compute capability
+          // 8.0 or up, and the grid would not multiply x itself (float).
+          const int64_t grid_features = grid_fusable(r);
+          const int mma = cuda::binary_version<grid>(r.device) >= 80 && grid_features == 0
+                              ? static_cast<int>(sizeof(scalar_t))
+                              : 0;
           ran = run<cuda_seq::cluster_forward_kernel<scalar_t, P>, grid>(
-                    make, r.batch, r.state, false, r.device, fusable(r), grid_fusable(r), splits(r),
-                    tensor_cores) != Ran::none;
+                    make, r.batch, r.state, false, r.device, fusable(r), grid_features, splits(r),
+                    mma) != Ran::none;
         });
       }
     });

@@ -1,12 +1,12 @@
 // The recurrence of an LLTM sequence as one persistent kernel per direction,
 // for float, half and bfloat16 at small batch (the persistent-RNN idea): a
 // block owns the hidden units [j0, j0 + J) of the batch rows [r0, r0 + R)
-// and keeps its units' slice of W_h in shared memory (as float, or as
-// stored for the tensor-core product) for the whole sequence; per step it
-// reads its rows of the previous h (or d_gates) from L2 (the backward's
-// float rows in one bulk copy, with no thread's work), computes its units'
-// part of the recurrent product (the forward's on tensor cores in half and
-// bfloat16, where it fits) and their gate math, writes them, and the grid
+// and keeps its units' slice of W_h in shared memory (as float, or as the
+// tensor-core product takes it) for the whole sequence; per step it reads
+// its rows of the previous h (or d_gates) from L2 (the backward's float
+// rows in one bulk copy, with no thread's work), computes its units' part
+// of the recurrent product (the forward's on tensor cores, where it fits)
+// and their gate math, writes them, and the grid
 // synchronizes once (a cooperative launch keeps every block resident).
 // Splitting the batch over groups of blocks cuts what each block reads per
 // step, at the price of a larger W slice a block.
@@ -357,21 +357,28 @@ __device__ inline void row_product(const float* ws, const float* vr, int K, int 
   reduce_lanes<1>(p, acc);
 }
 
-// The grid forward's recurrent product on tensor cores (plan.mma: half and
-// bfloat16, compute capability 8.0 and up; mma_plan). The block keeps its
-// W slice as stored, 16-bit ([Mp][kp]: its 3J rows padded with zero rows to
-// Mp, a multiple of 16, and K with zeros to one of 16), and each warp reads
-// the rows of h_{t-1} it multiplies from L2 straight into its operands: no
-// staging and no barrier before the product. With the batch rows in NT
-// tiles of 8, warp w takes tile w % NT and the values of K [16 q ks,
-// 16 (q + 1) ks), q = w / NT, of every tile of 16 of the 3J rows, and
-// leaves its partial sums in part[q][8 NT][Mp + 4] (batch rows, then W's
-// rows), which the gate pass adds up. (The FMA product of
-// recurrent_product issued about 1500 instructions a warp a step at
-// (B, S) = (64, 512): on an H200 the packed bfloat16 forward's kernel took
-// 736 us for 99 steps, 565 us on tensor cores.)
+// The grid forward's recurrent product on tensor cores (plan.mma: compute
+// capability 8.0 and up; mma_plan). The block keeps its W slice in shared
+// memory ([Mp][kp]: its 3J rows padded with zero rows to Mp, a multiple of
+// 16, and K with zeros to one of 16), and each warp reads the rows of
+// h_{t-1} it multiplies from L2 straight into its operands: no staging and
+// no barrier before the product. With the batch rows in NT tiles of 8,
+// warp w takes tile w % NT and the values of K [16 q ks, 16 (q + 1) ks),
+// q = w / NT, of every tile of 16 of the 3J rows, and leaves its partial
+// sums in part[q][8 NT][Mp + 4] (batch rows, then W's rows), which the
+// gate pass adds up. Half and bfloat16 multiply as stored (m16n8k16).
+// Float multiplies in three TF32 products (m16n8k8), a b = a_hi b_hi +
+// a_hi b_lo + a_lo b_hi, where a_hi is a rounded to TF32 and a_lo the
+// rest rounded again: about float's precision (the a_lo b_lo term left out
+// is 2^-22 of the product), where one TF32 product would keep 11 bits. Its
+// slice is two, W_hi then W_lo, each 16 values of K in the order
+// tf32_columns gives, so that a lane's four values of h in a tile of 16
+// are one 16-byte load. (The FMA product of recurrent_product issued about
+// 1500 instructions a warp a step at (B, S) = (64, 512): on an H200 the
+// packed bfloat16 forward's kernel took 736 us for 99 steps, 565 us on
+// tensor cores.)
 constexpr int kMmaMaxTiles = 8;     // tiles of 16 of W's rows (4 accumulators each a thread)
-constexpr int kMmaMaxOperands = 4;  // operands of h a warp (16 values x 8 rows, 2 registers)
+constexpr int kMmaMaxOperands = 4;  // tiles of 16 values of K x 8 rows of h a warp
 constexpr int kMmaMaxRowTiles = 4;  // tiles of 8 batch rows
 
 __host__ __device__ inline int mma_rows(const Plan& p) {
@@ -412,13 +419,49 @@ __device__ inline void mma_tile(float (&d)[4], const uint32_t (&a)[4], const uin
 #endif
 }
 
-// The A operand of a 16 x 16 tile of shared memory, rows `ld` values apart:
-// lane l gives the address of row l % 8 + (l & 8), column (l / 16) * 8.
+// d += a b for one 16 x 8 tile over 8 values of K in TF32.
+__device__ inline void mma_tile_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                     uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+// v rounded to TF32 (nearest, ties away), as the bits of a float.
+__device__ inline uint32_t tf32(float v) {
+  uint32_t bits = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(v));
+#endif
+  return bits;
+}
+
+// v as hi + lo, each TF32.
+__device__ inline void tf32_split(float v, uint32_t& hi, uint32_t& lo) {
+  hi = tf32(v);
+  lo = tf32(v - __uint_as_float(hi));
+}
+
+// Float slices: the value of K at column c of each tile of 16. Lane t % 4
+// of an m16n8k8 product takes the values t and t + 4 of K; so the two
+// products of a tile take columns t, t + 4, t + 8 and t + 12, which hold
+// the values 4t to 4t + 3: one float4 of h.
+__host__ __device__ constexpr int tf32_column(int c) {
+  return 4 * (c % 4) + c / 4;
+}
+
+// The A operand of a tile of 16 rows and 32 bytes of shared memory (16
+// values of 16 bits, or 8 floats: TF32's 16 x 8), rows `ld` values apart:
+// lane l gives the address of row l % 8 + (l & 8), byte (l / 16) * 16.
 template <class T>
 __device__ inline void load_tile(uint32_t (&a)[4], const T* tile, int ld) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const int lane = static_cast<int>(threadIdx.x) % 32;
-  const T* at = tile + ((lane & 7) + (lane & 8)) * ld + (lane >> 4) * 8;
+  const T* at = tile + ((lane & 7) + (lane & 8)) * ld + (lane >> 4) * (16 / sizeof(T));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
                : "r"(shared_address(at)));
@@ -436,14 +479,99 @@ __device__ inline uint32_t load_pair_l2(const T* row, int k, int S, bool pairs) 
   return lo | hi << 16;
 }
 
-// ws[row kp + k] = W[g S + j0 + j][k] for row = g J + j (zeros in the padding).
+// Values k to k + 3 of a float row of S (zeros past S), through L2.
+// `quads`: S a multiple of 4 and the row 16-byte aligned.
+__device__ inline float4 load4_l2_upto(const float* row, int k, int S, bool quads) {
+  if (quads) return k < S ? __ldcg(reinterpret_cast<const float4*>(row + k)) : float4{};
+  const auto at = [&](int i) { return k + i < S ? __ldcg(row + k + i) : 0.0f; };
+  return make_float4(at(0), at(1), at(2), at(3));
+}
+
+// ws[row kp + k] = W[g S + j0 + j][k] for row = g J + j (zeros in the
+// padding); float: W_hi then W_lo (Mp kp floats apart), K in tf32_column's order.
 template <class scalar_t>
 __device__ inline void load_forward_weights_mma(scalar_t* ws, const scalar_t* W, int64_t ldw, int S,
                                                 int j0, int units, const Plan& p) {
+  constexpr bool kFloat = std::is_same_v<scalar_t, float>;
   const int J = p.units, rows = mma_rows(p), K = (S + 15) / 16 * 16;
   for (int idx = threadIdx.x; idx < rows * K; idx += blockDim.x) {
-    const int row = idx / K, k = idx - row * K, g = row / J, j = row - g * J;
-    ws[row * p.kp + k] = g < 3 && j < units && k < S ? W[(g * S + j0 + j) * ldw + k] : scalar_t(0);
+    const int row = idx / K, c = idx - row * K, g = row / J, j = row - g * J;
+    const int k = kFloat ? c - c % 16 + tf32_column(c % 16) : c;
+    const scalar_t w = g < 3 && j < units && k < S ? W[(g * S + j0 + j) * ldw + k] : scalar_t(0);
+    if constexpr (kFloat) {
+      uint32_t hi, lo;
+      tf32_split(w, hi, lo);
+      ws[row * p.kp + c] = __uint_as_float(hi);
+      ws[(rows + row) * p.kp + c] = __uint_as_float(lo);
+    } else {
+      ws[row * p.kp + c] = w;
+    }
+  }
+}
+
+// acc[m] += tile m of 16 of ws's rows times the warp's 8 rows of h (lane's
+// row `row`, zeros where not `live`), over the warp's kn tiles of 16 values
+// of K from tile k0: 16-bit, as stored.
+template <class scalar_t>
+__device__ inline void mma_accumulate(float (&acc)[kMmaMaxTiles][4], const scalar_t* ws,
+                                      const scalar_t* row, bool live, int S, int k0, int kn,
+                                      const Plan& p) {
+  const int tig = static_cast<int>(threadIdx.x) % 4, Mp = mma_rows(p);
+  const bool pairs = S % 2 == 0 && reinterpret_cast<uintptr_t>(row) % 4 == 0;
+  uint32_t b[kMmaMaxOperands][2];
+#pragma unroll
+  for (int s = 0; s < kMmaMaxOperands; ++s) {
+    const int k = (k0 + s) * 16 + 2 * tig;
+    b[s][0] = live && s < kn ? load_pair_l2(row, k, S, pairs) : 0u;
+    b[s][1] = live && s < kn ? load_pair_l2(row, k + 8, S, pairs) : 0u;
+  }
+#pragma unroll
+  for (int s = 0; s < kMmaMaxOperands; ++s) {
+    if (s >= kn) break;
+#pragma unroll
+    for (int m = 0; m < kMmaMaxTiles; ++m) {
+      if (m * 16 >= Mp) break;
+      uint32_t a[4];
+      load_tile(a, ws + m * 16 * p.kp + (k0 + s) * 16, p.kp);
+      mma_tile<scalar_t>(acc[m], a, b[s]);
+    }
+  }
+}
+
+// The same in float: three TF32 products, the small terms first; the
+// lane's values 4 tig to 4 tig + 3 of each tile of 16 (tf32_column).
+__device__ inline void mma_accumulate(float (&acc)[kMmaMaxTiles][4], const float* ws,
+                                      const float* row, bool live, int S, int k0, int kn,
+                                      const Plan& p) {
+  const int tig = static_cast<int>(threadIdx.x) % 4, Mp = mma_rows(p);
+  const bool quads = S % 4 == 0 && reinterpret_cast<uintptr_t>(row) % 16 == 0;
+  float4 v[kMmaMaxOperands];
+#pragma unroll
+  for (int s = 0; s < kMmaMaxOperands; ++s)
+    v[s] = live && s < kn ? load4_l2_upto(row, (k0 + s) * 16 + 4 * tig, S, quads) : float4{};
+  const float* lo = ws + Mp * p.kp;
+#pragma unroll
+  for (int s = 0; s < kMmaMaxOperands; ++s) {
+    if (s >= kn) break;
+    uint32_t bh[4], bl[4];
+    tf32_split(v[s].x, bh[0], bl[0]);
+    tf32_split(v[s].y, bh[1], bl[1]);
+    tf32_split(v[s].z, bh[2], bl[2]);
+    tf32_split(v[s].w, bh[3], bl[3]);
+#pragma unroll
+    for (int m = 0; m < kMmaMaxTiles; ++m) {
+      if (m * 16 >= Mp) break;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int at = m * 16 * p.kp + (k0 + s) * 16 + half * 8;
+        uint32_t ah[4], al[4];
+        load_tile(ah, ws + at, p.kp);
+        load_tile(al, lo + at, p.kp);
+        mma_tile_tf32(acc[m], al, bh[2 * half], bh[2 * half + 1]);
+        mma_tile_tf32(acc[m], ah, bl[2 * half], bl[2 * half + 1]);
+        mma_tile_tf32(acc[m], ah, bh[2 * half], bh[2 * half + 1]);
+      }
+    }
   }
 }
 
@@ -456,30 +584,11 @@ __device__ inline void mma_product(const scalar_t* ws, float* part, const scalar
   const int gid = lane / 4, tig = lane % 4, Mp = mma_rows(p), ld = Mp + 4, NT = p.stride / 8;
   const int n = warp % NT, q = warp / NT, ks = mma_ksteps(S, NT);
   const int k0 = q * ks, kn = min(ks, (S + 15) / 16 - k0);
-  if (q >= kThreads / 32 / NT || kn <= 0) return;
-  const bool pairs = S % 2 == 0 && reinterpret_cast<uintptr_t>(h) % 4 == 0;
+  // (a tile of rows past this step's: nothing for the gate pass to read)
+  if (q >= kThreads / 32 / NT || kn <= 0 || n * 8 >= rows) return;
   const int r = n * 8 + gid;
-  const scalar_t* row = h + static_cast<int64_t>(r) * S;
-  uint32_t b[kMmaMaxOperands][2];
-#pragma unroll
-  for (int s = 0; s < kMmaMaxOperands; ++s) {
-    const int k = (k0 + s) * 16 + 2 * tig;
-    const bool live = s < kn && r < rows;
-    b[s][0] = live ? load_pair_l2(row, k, S, pairs) : 0u;
-    b[s][1] = live ? load_pair_l2(row, k + 8, S, pairs) : 0u;
-  }
   float acc[kMmaMaxTiles][4] = {};
-#pragma unroll
-  for (int s = 0; s < kMmaMaxOperands; ++s) {
-    if (s >= kn) break;
-#pragma unroll
-    for (int m = 0; m < kMmaMaxTiles; ++m) {
-      if (m * 16 >= Mp) break;
-      uint32_t a[4];
-      load_tile(a, ws + m * 16 * p.kp + (k0 + s) * 16, p.kp);
-      mma_tile<scalar_t>(acc[m], a, b[s]);
-    }
-  }
+  mma_accumulate(acc, ws, h + static_cast<int64_t>(r) * S, r < rows, S, k0, kn, p);
   // acc[m][0], [1]: W's row m 16 + gid, batch rows 2 tig and 2 tig + 1; [2], [3]: row + 8
   float* out = part + (q * p.stride + n * 8 + 2 * tig) * ld + gid;
 #pragma unroll
@@ -697,21 +806,21 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
   const int group = blockIdx.x / p.unit_groups, groups = gridDim.x / p.unit_groups;
   const int j0 = blockIdx.x % p.unit_groups * J, units = min(J, S - j0);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const bool mma = !std::is_same_v<scalar_t, float> && p.mma;
+  const bool mma = p.mma;
 #else
   constexpr bool mma = false;  // (the host plans none for this code)
 #endif
-  float* ws = reinterpret_cast<float*>(smem4);  // [3J][kp] (mma: [Mp][kp] of scalar_t)
+  float* ws = reinterpret_cast<float*>(smem4);  // [3J][kp] (mma: load_forward_weights_mma's)
   float* vt = ws + p.ws;                        // [chunk][stride] (mma: none)
   float* pre = vt + p.chunk * p.stride;         // [3][J][RB + 1] (mma: the warps' partial sums)
   // [J][RB]: fixed length, the block's rows' cells
   float* c = pre + (mma ? mma_partials(p, S) : 3 * J * PB);
-  auto* ws16 = reinterpret_cast<scalar_t*>(ws);
+  auto* wm = reinterpret_cast<scalar_t*>(ws);  // (mma)
   // With plan.features = F (float, a short sequence), the block keeps its 3J
   // whole rows of W (K = S + F) and multiplies x_t itself: no GEMM makes P.
   const int F = std::is_same_v<scalar_t, float> ? p.features : 0;
   if (mma) {
-    load_forward_weights_mma(ws16, a.W, a.ldw, S, j0, units, p);
+    load_forward_weights_mma(wm, a.W, a.ldw, S, j0, units, p);
     __syncthreads();  // (the FMA product's staging waits for the block; this one does not)
   } else {
     load_forward_weights(ws, a.W, a.ldw, S + F, S, j0, units, p);
@@ -765,7 +874,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
     // A null h0 is zeros: no product at step 0.
     const scalar_t* h = t == 0 ? a.h0 : a.output + step_row(a, t - 1) * S;
     if (mma) {
-      if (h && Rt > 0) mma_product(ws16, pre, h + r0 * S, S, Rt, p);
+      if (h && Rt > 0) mma_product(wm, pre, h + r0 * S, S, Rt, p);
     } else {
       float acc[3][kRows];
       const scalar_t* x = F > 0 ? a.x + (step_row(a, t) + r0) * F : nullptr;
@@ -957,13 +1066,15 @@ __host__ __device__ inline int64_t state_floats(const Plan& p, bool backward) {
 // of K or more (each chunk costs a round trip to L2 and two barriers). A
 // packed batch of 256 at S = 256 took 4.6 ms to train by cuBLAS per step,
 // its 50 steps bound by the launches.
-inline Plan mma_plan(int64_t batch, int64_t S, int32_t device);
+// With `mma` (W's element size: 2 or 4), the forward's product on tensor
+// cores where mma_plan fits.
+inline Plan mma_plan(int64_t batch, int64_t S, int32_t device, int bytes);
 
 inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_t features = 0,
-                 bool tensor_cores = false) {
+                 int mma = 0) {
   if (batch > kMaxGroupedBatch || S == 0 || batch == 0) return {};
-  if (tensor_cores && !backward) {
-    const Plan p = mma_plan(batch, S, device);
+  if (mma > 0 && !backward) {
+    const Plan p = mma_plan(batch, S, device, mma);
     if (p.blocks > 0) return p;
   }
   const int64_t sms = cuda::sm_count(device);
@@ -995,13 +1106,14 @@ inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_
   return {};
 }
 
-// The forward's plan with its product on tensor cores (half and bfloat16,
-// compute capability 8.0 and up), or blocks = 0: the batch in groups as in
-// plan, the first count of groups whose block fits its W slice (16-bit),
-// the warps' partial sums and (fixed length) its cells, with at most
-// kMmaMaxRowTiles tiles of 8 batch rows, kMmaMaxTiles tiles of W's rows
-// and kMmaMaxOperands operands of h a warp.
-inline Plan mma_plan(int64_t batch, int64_t S, int32_t device) {
+// The forward's plan with its product on tensor cores (compute capability
+// 8.0 and up; W's elements of `bytes` bytes: 2 half and bfloat16, 4 float
+// in two TF32 slices), or blocks = 0: the batch in groups as in plan, the
+// first count of groups whose block fits its W slice, the warps' partial
+// sums and (fixed length) its cells, with at most kMmaMaxRowTiles tiles of
+// 8 batch rows, kMmaMaxTiles tiles of W's rows and kMmaMaxOperands tiles
+// of h a warp.
+inline Plan mma_plan(int64_t batch, int64_t S, int32_t device, int bytes) {
   const int64_t sms = cuda::sm_count(device), limit = max_shared_bytes(device) / 4;
   for (int64_t groups = 8; groups >= 1; groups /= 2) {
     const int64_t rows =
@@ -1014,12 +1126,15 @@ inline Plan mma_plan(int64_t batch, int64_t S, int32_t device) {
     p.lanes = 1;
     p.stride = static_cast<int>((rows + 7) / 8 * 8);  // batch rows of the partial sums
     const int row_tiles = p.stride / 8;
+    // (float: a block of fewer rows than a tile's 8 waits on its three
+    // dependent products; at (B, S) = (1, 650) the FMA product was 5% faster)
     if (row_tiles > kMmaMaxRowTiles || mma_rows(p) / 16 > kMmaMaxTiles ||
-        mma_ksteps(static_cast<int>(S), row_tiles) > kMmaMaxOperands)
+        (bytes == 4 && rows < 8) || mma_ksteps(static_cast<int>(S), row_tiles) > kMmaMaxOperands)
       continue;
-    // Rows 16 bytes apart on distinct banks (ldmatrix): kp * 2 an odd multiple of 16.
-    p.kp = static_cast<int>((S + 15) / 16 * 16 + 8);
-    p.ws = static_cast<int>((static_cast<int64_t>(mma_rows(p)) * p.kp / 2 + 3) / 4 * 4);
+    // Rows 16 bytes apart on distinct banks (ldmatrix): kp * bytes an odd multiple of 16.
+    p.kp = static_cast<int>((S + 15) / 16 * 16 + 16 / bytes);
+    const int64_t values = static_cast<int64_t>(mma_rows(p)) * p.kp * (bytes == 4 ? 2 : 1);
+    p.ws = static_cast<int>((values * bytes / 4 + 3) / 4 * 4);
     const int64_t floats =
         p.ws + mma_partials(p, static_cast<int>(S)) + static_cast<int64_t>(p.units) * p.rows;
     if (floats > limit) continue;
