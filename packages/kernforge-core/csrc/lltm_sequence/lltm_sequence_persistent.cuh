@@ -372,7 +372,7 @@ __device__ inline void row_product(const float* ws, const float* vr, int K, int 
 // rest rounded again: about float's precision (the a_lo b_lo term left out
 // is 2^-22 of the product), where one TF32 product would keep 11 bits. Its
 // slice is two, W_hi then W_lo, each 16 values of K in the order
-// tf32_columns gives, so that a lane's four values of h in a tile of 16
+// tf32_column gives, so that a lane's four values of h in a tile of 16
 // are one 16-byte load. (The FMA product of recurrent_product issued about
 // 1500 instructions a warp a step at (B, S) = (64, 512): on an H200 the
 // packed bfloat16 forward's kernel took 736 us for 99 steps, 565 us on
