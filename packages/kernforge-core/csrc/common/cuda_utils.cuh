@@ -17,18 +17,30 @@ inline cudaStream_t current_stream(int32_t device) {
   return static_cast<cudaStream_t>(stream);
 }
 
-// An attribute of `device`, asked once (per attribute and device).
-template <cudaDeviceAttr Attr>
-int device_attribute(int32_t device) {
+// ask(device), a nonzero int, asked once per device (for the first 64
+// devices; past them, every call). Each call site's `ask` is a type of its
+// own, and so has a cache of its own.
+template <class Ask>
+int once_per_device(int32_t device, const Ask& ask) {
   constexpr int kCached = 64;
   static std::atomic<int> cache[kCached];
   const bool cached = device >= 0 && device < kCached;
   int n = cached ? cache[device].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
-    STD_CUDA_CHECK(cudaDeviceGetAttribute(&n, Attr, device));
+    n = ask(device);
     if (cached) cache[device].store(n, std::memory_order_relaxed);
   }
   return n;
+}
+
+// An attribute of `device`, asked once (per attribute and device).
+template <cudaDeviceAttr Attr>
+int device_attribute(int32_t device) {
+  return once_per_device(device, [](int32_t d) {
+    int n = 0;
+    STD_CUDA_CHECK(cudaDeviceGetAttribute(&n, Attr, d));
+    return n;
+  });
 }
 
 inline int sm_count(int32_t device) {
@@ -40,17 +52,11 @@ inline int sm_count(int32_t device) {
 // different architectures); `device` is the current device.
 template <auto Kernel>
 int binary_version(int32_t device) {
-  constexpr int kCached = 64;
-  static std::atomic<int> cache[kCached];
-  const bool cached = device >= 0 && device < kCached;
-  int n = cached ? cache[device].load(std::memory_order_relaxed) : 0;
-  if (n == 0) {
+  return once_per_device(device, [](int32_t) {
     cudaFuncAttributes attributes{};
     STD_CUDA_CHECK(cudaFuncGetAttributes(&attributes, Kernel));
-    n = attributes.binaryVersion;
-    if (cached) cache[device].store(n, std::memory_order_relaxed);
-  }
-  return n;
+    return attributes.binaryVersion;
+  });
 }
 
 // Blocks of `threads` threads that all SMs of `device` hold at once for

@@ -27,8 +27,6 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
-
 #include "lltm_sequence/lltm_sequence_persistent.cuh"
 
 namespace kernforge::cuda_seq {
@@ -391,41 +389,38 @@ struct ClusterFit {
 
 template <auto Kernel>
 ClusterFit cluster_fit(int32_t device) {
-  constexpr int kCached = 64;
-  // (the size + 1) + 256 * active; 0: not asked yet
-  static std::atomic<int> cache[kCached];
-  const bool cached = device >= 0 && device < kCached;
-  int n = cached ? cache[device].load(std::memory_order_relaxed) : 0;
-  if (n > 0) return {n % 256 - 1, n / 256};
-  int major = 0, size = 0, active = 0;
-  STD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  const int smem = max_shared_bytes(device);
-  if (major >= 9 && cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         smem) == cudaSuccess) {
-    const bool wide = cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
-                                           1) == cudaSuccess;
-    for (int blocks = wide ? kMaxCluster : 8; blocks >= 8 && size == 0; blocks /= 2) {
-      cudaLaunchAttribute attr{};
-      attr.id = cudaLaunchAttributeClusterDimension;
-      attr.val.clusterDim.x = blocks;
-      attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(blocks);
-      config.blockDim = dim3(kThreads);
-      config.dynamicSmemBytes = smem;
-      config.attrs = &attr;
-      config.numAttrs = 1;
-      int clusters = 0;
-      if (cudaOccupancyMaxActiveClusters(&clusters, Kernel, &config) == cudaSuccess &&
-          clusters > 0) {
-        size = blocks;
-        active = std::min(clusters, 255);
+  // (the size + 1) + 256 * active: never 0
+  const int n = cuda::once_per_device(device, [](int32_t d) {
+    int major = 0, size = 0, active = 0;
+    STD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d));
+    const int smem = max_shared_bytes(d);
+    if (major >= 9 && cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           smem) == cudaSuccess) {
+      const bool wide = cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                             1) == cudaSuccess;
+      for (int blocks = wide ? kMaxCluster : 8; blocks >= 8 && size == 0; blocks /= 2) {
+        cudaLaunchAttribute attr{};
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = blocks;
+        attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+        cudaLaunchConfig_t config{};
+        config.gridDim = dim3(blocks);
+        config.blockDim = dim3(kThreads);
+        config.dynamicSmemBytes = smem;
+        config.attrs = &attr;
+        config.numAttrs = 1;
+        int clusters = 0;
+        if (cudaOccupancyMaxActiveClusters(&clusters, Kernel, &config) == cudaSuccess &&
+            clusters > 0) {
+          size = blocks;
+          active = std::min(clusters, 255);
+        }
       }
     }
-  }
-  (void)cudaGetLastError();
-  if (cached) cache[device].store(size + 1 + 256 * active, std::memory_order_relaxed);
-  return {size, active};
+    (void)cudaGetLastError();
+    return size + 1 + 256 * active;
+  });
+  return {n % 256 - 1, n / 256};
 }
 
 template <auto Kernel>
