@@ -1289,6 +1289,11 @@ def test_module_bad_arguments():
             match=re.escape(f"hx must be a tuple (h_0, c_0) of two tensors, as nn.LSTM's, got {got}"),
         ):
             model(x, hx)
+    # unbatched input: its state is [D * num_layers, S], named as given
+    message = "h_0 must be [num_directions * num_layers, hidden_size] for unbatched input = [4, 6], "
+    message += "got [4, 1, 6]"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model(torch.randn(5, 4), (torch.zeros(4, 1, 6), torch.zeros(4, 1, 6)))
     with pytest.raises(ValueError, match="input must be 2-D"):
         model(torch.randn(5))
     message = "input must have input_size = 4 features in its last dimension, got "

@@ -182,8 +182,9 @@ class LLTMSequence(nn.Module):
         forward(input, hx=None) -> (output, (h_n, c_n)): input ``[T, B, F]``
         (``[B, T, F]`` with batch_first; ``[T, F]`` unbatched) or a
         ``torch.nn.utils.rnn.PackedSequence``; hx ``(h_0, c_0)``, each
-        ``[D * num_layers, B, S]`` (zeros when None); output ``[T, B, D * S]``
-        (or a PackedSequence for one), h_n and c_n ``[D * num_layers, B, S]``,
+        ``[D * num_layers, B, S]`` (``[D * num_layers, S]`` for unbatched
+        input; zeros when None); output ``[T, B, D * S]`` (or a
+        PackedSequence for one), h_n and c_n ``[D * num_layers, B, S]``,
         layer by layer, the forward direction first, as ``nn.LSTM``'s. Each
         sequence's h_n and c_n are taken at its own last step (forward) and
         first step (reverse).
@@ -522,15 +523,16 @@ class LLTMSequence(nn.Module):
                 f"LLTMSequence: hx must be a tuple (h_0, c_0) of two tensors, as nn.LSTM's, got {got}"
             )
         h0, c0 = hx
+        # checked as given: an unbatched input's state has no batch dimension
+        form = "[num_directions * num_layers, batch, hidden_size]"
         if not batched:
-            h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+            shape = (shape[0], shape[2])
+            form = "[num_directions * num_layers, hidden_size] for unbatched input"
         for name, t in (("h_0", h0), ("c_0", c0)):
             if tuple(t.shape) != shape:
-                raise ValueError(
-                    f"LLTMSequence: {name} must be [num_directions * num_layers, batch, hidden_size] = "
-                    f"{list(shape)}, "
-                    f"got {list(t.shape)}"
-                )
+                raise ValueError(f"LLTMSequence: {name} must be {form} = {list(shape)}, got {list(t.shape)}")
+        if not batched:
+            h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
         return h0, c0
 
     # TorchScript compiles forward once per signature (as nn.LSTM's): tensor
@@ -583,9 +585,16 @@ class LLTMSequence(nn.Module):
         if hx is None:
             return None, None
         h0, c0 = hx
+        rows = (2 if self.bidirectional else 1) * self.num_layers
         if not batched:
-            h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
-        shape = [(2 if self.bidirectional else 1) * self.num_layers, batch, self.hidden_size]
+            shape = [rows, self.hidden_size]
+            if h0.shape != shape or c0.shape != shape:
+                raise ValueError(
+                    "LLTMSequence: h_0 and c_0 must be [num_directions * num_layers, hidden_size] for "
+                    f"unbatched input = {shape}, got {h0.shape} and {c0.shape}"
+                )
+            return h0.unsqueeze(1), c0.unsqueeze(1)
+        shape = [rows, batch, self.hidden_size]
         if h0.shape != shape or c0.shape != shape:
             raise ValueError(
                 "LLTMSequence: h_0 and c_0 must be [num_directions * num_layers, batch, hidden_size] "
