@@ -333,8 +333,8 @@ def test_jit_scripted_model_holding_a_sequence(device):
     with pytest.raises(torch.jit.Error, match=r"h_0 and c_0 must be .* = \[1, 2, 16\], got \[2, 2, 16\]"):
         one_layer(torch.randn(7, 2, 8, device=device), hidden)
     unbatched = r"hidden_size\] for unbatched input = \[1, 16\], got \[1, 1, 16\]"
+    state = torch.zeros(1, 1, 16, device=device)
     with pytest.raises(torch.jit.Error, match=unbatched):
-        state = torch.zeros(1, 1, 16, device=device)
         one_layer(torch.randn(7, 8, device=device), (state, state))
 
 
