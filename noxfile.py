@@ -354,7 +354,7 @@ def sanitize(session: nox.Session) -> None:
         builds = str(Path(session.create_tmp()) / "test-builds")
         shutil.rmtree(builds, ignore_errors=True)
     env = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "KERNFORGE_TEST_BUILDS": builds, **_spread_env()}
-    session.run(*sanitizer.prebuild_command(pytest_args), env=env, success_codes=[0, 5])
+    session.run(*sanitizer.prebuild_command(tools, pytest_args, ROOT), env=env, success_codes=[0, 5])
 
     def run(command: list[str], out) -> None:
         session.run(

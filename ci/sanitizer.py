@@ -62,11 +62,15 @@ INITCHECK_BLIND = "(lltm and float16) or geev"  # -k: float16 covers bfloat16
 LEGACY_TESTS = "tests/legacy"
 
 
-def prebuild_command(pytest_args: list[str]) -> list[str]:
-    """The run that builds the fixtures: the legacy tests of the selection,
-    without the sanitizer, so that they also pass once as plain tests first
-    (pytest's exit code 5 when `pytest_args` select none of them)."""
-    return [*PYTEST[:3], LEGACY_TESTS, *PYTEST[4:], "-m", MARKS, *pytest_args]
+def prebuild_command(tools: list[str], pytest_args: list[str], root: Path) -> list[str]:
+    """The run that builds the fixtures: the legacy tests that `tools` will
+    run, without the sanitizer, so that they also pass once as plain tests
+    first (pytest's exit code 5 when none are selected). One tool: its own
+    selection (racecheck alone runs thcunn's tests, not the 260 legacy tests
+    of memcheck's, which took 209 s a session with sixteen sessions on two
+    H200s, 2026-11-30); several: the plain selection, which holds each's."""
+    args = selection(tools[0], pytest_args, root) if len(tools) == 1 else ["-m", MARKS, *pytest_args]
+    return [*PYTEST[:3], LEGACY_TESTS, *PYTEST[4:], *args]
 
 
 CLEAN = {

@@ -206,9 +206,11 @@ def test_racecheck_takes_the_three_step_sequences_for_the_long_ones():
 
 
 def test_the_legacy_fixtures_build_first_without_the_sanitizer():
-    # the legacy tests of memcheck's selection, run plainly (they build the fixtures)
+    # the legacy tests that the session's tools will run, run plainly (they build the fixtures)
     root = Path(__file__).resolve().parents[2]
-    prebuild = sanitizer.prebuild_command(["-n", "4", "-k", "gather or not gather"])
+    prebuild = sanitizer.prebuild_command(
+        ["memcheck", "racecheck"], ["-n", "4", "-k", "gather or not gather"], root
+    )
     assert prebuild[:4] == ["python", "-m", "pytest", "tests/legacy"]
     assert prebuild[-6:] == ["-m", "cuda and sanitize", "-n", "4", "-k", "gather or not gather"]
 
@@ -217,10 +219,21 @@ def test_the_legacy_fixtures_build_first_without_the_sanitizer():
         listing = subprocess.run(command, cwd=root, capture_output=True, text=True, check=True)
         return {line for line in listing.stdout.splitlines() if "::" in line}
 
-    legacy = collected(sanitizer.prebuild_command([]))
-    every = collected([*sanitizer.PYTEST, *sanitizer.selection("memcheck", [], root)])
-    assert legacy and legacy == {t for t in every if t.startswith("tests/legacy/")}
-    assert any("test_my_lib_add[cuda]" in t for t in legacy)
+    def legacy_of(tool):
+        return {
+            t
+            for t in collected([*sanitizer.PYTEST, *sanitizer.selection(tool, [], root)])
+            if t.startswith("tests/legacy/")
+        }
+
+    every = legacy_of("memcheck")
+    assert collected(sanitizer.prebuild_command(list(sanitizer.TOOLS), [], root)) == every
+    assert any("test_my_lib_add[cuda]" in t for t in every)
+    # one tool alone: only the legacy tests it runs (racecheck's are thcunn's)
+    race = collected(sanitizer.prebuild_command(["racecheck"], [], root))
+    assert race == legacy_of("racecheck")
+    assert race and len(race) < len(every) and all("test_thcunn" in t for t in race)
+    assert collected(sanitizer.prebuild_command(["initcheck"], [], root)) == legacy_of("initcheck")
 
 
 def test_fixtures_build_where_kernforge_test_builds_says(tmp_path, tmp_path_factory, monkeypatch):
