@@ -503,6 +503,60 @@ def test_missing_extra_objects_and_sources_are_named(tmp_path, workdir):
         ext.build()
 
 
+def _archives_in_the_wrong_order(dir: Path) -> list[str]:
+    """liba.a, then libb.a whose code calls liba.a's: one pass over them in
+    that order leaves libb's call undefined."""
+    _write(
+        dir,
+        {
+            "a.c": "int helper_a(int x) { return x + 1; }\n",
+            "b.c": "int helper_a(int x);\nint helper_b(int x) { return 2 * helper_a(x); }\n",
+        },
+    )
+    for lib in ("a", "b"):
+        subprocess.run(["cc", "-fPIC", "-c", f"{lib}.c", "-o", f"{lib}.o"], cwd=dir, check=True)
+        subprocess.run(["ar", "rcs", f"lib{lib}.a", f"{lib}.o"], cwd=dir, check=True)
+    return ["liba.a", "libb.a"]
+
+
+def test_static_libraries_among_the_extra_objects_link_in_any_order(tmp_path, workdir):
+    """Pointnet2_PyTorch's 2018 build_ffi.py adds glob('/usr/local/cuda/lib64/*.a')
+    to its extra objects, in the file system's order; on a host where
+    libculibos.a came before the library that calls it, the link failed
+    on culibosLoadLibrary. The extra objects link as one group."""
+    ext = _extension(
+        tmp_path,
+        "int f(int x);",
+        "int helper_b(int x);\nint f(int x) { return helper_b(x); }\n",
+        extra_objects=_archives_in_the_wrong_order(tmp_path),
+        verbose=False,
+    )
+    assert _load(ext.build(), "fixture_archives").f(20) == 42
+
+
+def test_static_libraries_link_in_any_order_through_setuptools(tmp_path, workdir):
+    """The same extra objects through ffi.distutils_extension() and setuptools."""
+    project = tmp_path / "project"
+    project.mkdir()
+    archives = _archives_in_the_wrong_order(project)
+    _write(
+        project,
+        {
+            "f.h": "int f(int x);",
+            "f.c": "int helper_b(int x);\nint f(int x) { return helper_b(x); }\n",
+            "build.py": "from kernforge_legacy.ffi import create_extension\n"
+            f"ffi = create_extension('_ext.f', headers='f.h', sources=['f.c'], extra_objects={archives!r},\n"
+            "                       relative_to=__file__, verbose=False)\n",
+            "setup.py": "from setuptools import setup\nfrom build import ffi\n"
+            "setup(name='f_ext', version='0.1', packages=['_ext', '_ext.f'],\n"
+            "      ext_modules=[ffi.distutils_extension()])\n",
+        },
+    )
+    _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], project)
+    out = _run([sys.executable, "-c", "from _ext import f; print(f.f(20))"], project)
+    assert out.strip().splitlines()[-1] == "42"
+
+
 def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, workdir):
     """A build that calls TH functions kernforge-legacy lacks fails with a
     message naming each one and the sources that call it (TH/THC ones apart

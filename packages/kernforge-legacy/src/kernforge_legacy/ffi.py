@@ -213,7 +213,7 @@ def _ninja_header(*, cxxflags, ldflags, nvccflags, with_cuda, cflags=(), own_cxx
         "  depfile = $out.d",
         "  deps = gcc",
         "rule link",
-        "  command = $cxx $in $ldflags -o $out",
+        "  command = $cxx $in $archives $ldflags -o $out",
         "",
     ]
 
@@ -854,11 +854,22 @@ class Extension:
                 *flags["cxx"],
                 *own_args,
             ],
-            extra_link_args=flags["link"],
-            extra_objects=[*map(str, self.extra_objects)],
-            depends=[*map(str, self.depends)],
+            # setuptools puts extra_objects before its -l flags and these after
+            # them: here too, the group ahead of the libraries
+            extra_link_args=[*self._grouped_extra_objects(), *flags["link"]],
+            depends=[*map(str, self.depends), *map(str, self.extra_objects)],
             language="c++",
         )
+
+    def _grouped_extra_objects(self) -> list[str]:
+        """The extra objects as one linker group: static libraries then
+        resolve each other in any order. A 2017 build.py globbed CUDA's
+        static libraries (Pointnet2_PyTorch: ``glob('/usr/local/cuda/lib64/*.a')``),
+        whose order is the file system's, and a library that another needs
+        could come first."""
+        if not self.extra_objects:
+            return []
+        return ["-Wl,--start-group", *map(str, self.extra_objects), "-Wl,--end-group"]
 
     def _units(self, build_dir: Path) -> list[Path]:
         """Every source the build compiles, in the order of its objects: the
@@ -962,7 +973,9 @@ class Extension:
             objects.append(obj)
             implicit = f" | {' '.join(_esc(d) for d in self.depends)}" if self.depends else ""
             rules.append(f"build {obj}: {rule} {_esc(src)}{implicit}")
-        rules.append(f"build {so}: link {' '.join(objects)} {' '.join(_esc(o) for o in self.extra_objects)}")
+        extra = f" | {' '.join(_esc(o) for o in self.extra_objects)}" if self.extra_objects else ""
+        rules.append(f"build {so}: link {' '.join(objects)}{extra}")
+        rules.append(f"  archives = {_join(self._grouped_extra_objects())}")
         rules.append(f"default {so}")
         return "\n".join(rules) + "\n"
 
