@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -439,6 +440,58 @@ def test_removed_cuda_header_turns_2017_warp_code_into_sync_forms(tmp_path):
     assert "vote.sync.any" in text and "vote.sync.all" in text and "activemask" in text
 
 
+def test_a_c_source_compiles_against_the_th_folder_alone(tmp_path):
+    """A 2017 Makefile or make.sh named torch's header folders themselves
+    (`-I $TORCH/lib/include/TH`) and included `<TH.h>`: the headers find each
+    other from there, without their parent folder."""
+    _write(
+        tmp_path,
+        {
+            "k.c": "#include <TH.h>\n#include <THTensor.h>\n#include <THStorage.h>\n"
+            "int n(THFloatTensor *t) { return (int)THFloatTensor_nElement(t); }\n"
+        },
+    )
+    inc = Path(ffi.include_dir())
+    cc = subprocess.run(
+        ["cc", "-c", f"-I{inc / 'TH'}", "k.c", "-o", "k.o"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert cc.returncode == 0, cc.stderr
+
+
+def _cublas_include() -> list[str] | None:
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    try:
+        return ffi._cublas(Path(CUDA_HOME or "/usr/local/cuda"))[0]
+    except RuntimeError:
+        return None
+
+
+@pytest.mark.skipif(ffi._nvcc() is None, reason="needs nvcc (no GPU)")
+@pytest.mark.skipif(
+    _cublas_include() is None, reason="needs cuBLAS's headers (a CUDA build of torch or the toolkit's)"
+)
+def test_a_kernel_file_compiles_against_the_th_and_thc_folders_alone(tmp_path):
+    """FlowNet2's make.sh (2017): `nvcc -c ... -I ${TORCH}/lib/include/TH -I
+    ${TORCH}/lib/include/THC` over a kernel file that includes `<THC.h>` and
+    `<THCGeneral.h>`; the port points those two folders at include_dir()."""
+    _write(
+        tmp_path,
+        {
+            "k.cu": "#include <THC.h>\n#include <THCGeneral.h>\n"
+            "__global__ void k(float *x) { x[threadIdx.x] = 1; }\n"
+            "void run(THCState *state, THCudaTensor *t) {\n"
+            "  k<<<1, 32, 0, THCState_getCurrentStream(state)>>>(THCudaTensor_data(state, t));\n}\n"
+        },
+    )
+    inc = Path(ffi.include_dir())
+    cmd = [ffi._nvcc(), "-c", "-arch=sm_90", "-Xcompiler", "-fPIC", f"-I{inc / 'TH'}", f"-I{inc / 'THC'}"]
+    nvcc = subprocess.run(
+        [*cmd, *_cublas_include(), "k.cu", "-o", "k.o"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert nvcc.returncode == 0, nvcc.stdout + nvcc.stderr
+
+
 # -- what create_extension refuses, and how a failed build reads ------------------------
 
 
@@ -648,6 +701,39 @@ def test_cc_a_cxx_compiler_and_an_extern_c_definition_fail_with_a_message(tmp_pa
         ffi.BuildError, match=r"(?s)no source defines with C\+\+ linkage \(CC=g\+\+ compiles.*\n  f$"
     ):
         ext.build()
+
+
+def test_resizing_the_data_of_a_tensor_warns_that_the_tensor_keeps_its_size(tmp_path, workdir):
+    """FlowNet2's correlation backward (2018) made `grad = Variable(x.new())`
+    and passed `grad.data` for the C code to resize. `v.data` was then v's
+    own tensor; today it is a second tensor over v's storage, so v stays
+    empty and autograd refuses the gradient. The call warns, naming the
+    argument, and says to pass v itself, which works."""
+    ext = _extension(
+        tmp_path,
+        "int f(THFloatTensor *x, THFloatTensor *out);",
+        "#include <TH/TH.h>\n"
+        "int f(THFloatTensor *x, THFloatTensor *out) {\n"
+        "  THFloatTensor_resizeAs(out, x);\n  THFloatTensor_copy(out, x);\n  return 1;\n}\n",
+        verbose=False,
+    )
+    f = _load(ext.build(), "fixture_resize_data")
+    x = random((2, 3), torch.float32, "cpu", torch.Generator().manual_seed(2))
+    v = torch.empty(0)
+    with pytest.warns(
+        UserWarning,
+        match=r"^f: argument 2 \(out\) was resized from \[0\] to \[2, 3\], and another tensor over the "
+        r"same storage keeps its old size\. If you passed v\.data, pass v itself",
+    ):
+        f.f(x, v.data)
+    assert v.shape == (0,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f.f(x, v)  # the tensor itself: resized, no warning
+        out = torch.empty(0)
+        f.f(x, out=out)  # by keyword too
+        f.f(x, out)  # a resize to the same shape
+    assert torch.equal(v, x) and torch.equal(out, x)
 
 
 @pytest.mark.parametrize("op", ["cmul", "exp", "clamp", "div"])

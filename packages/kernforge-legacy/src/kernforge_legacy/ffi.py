@@ -273,13 +273,13 @@ def legacy_function(op, name: str, storages: dict[int, str] | None = None, retur
     over all of it (a ``TypedStorage`` of its dtype, an ``UntypedStorage``'s
     bytes as the C type's elements). With ``returns_storage`` the C function returns a storage,
     which comes back as a ``torch.TypedStorage``, as the old ffi returned one."""
+    import torch
+
     storages = storages or {}
     params = op._schema.arguments
     position = {p.name: i for i, p in enumerate(params)}
 
     def as_tensor(i, value):
-        import torch
-
         if value is None or i not in storages:
             return value
         if isinstance(value, torch.TypedStorage):
@@ -297,6 +297,15 @@ def legacy_function(op, name: str, storages: dict[int, str] | None = None, retur
         if storages:
             args = tuple(as_tensor(i, a) for i, a in enumerate(args))
             kwargs = {k: as_tensor(position.get(k, -1), v) for k, v in kwargs.items()}
+        # the empty tensors (not the storage arguments), which C code resizes as
+        # outputs: after the call, one it grew in place is checked for another
+        # tensor over its storage
+        given = [*enumerate(args), *((position[k], v) for k, v in kwargs.items() if k in position)]
+        empty = [
+            (i, t, t.shape, _storage_of(t))
+            for i, t in given
+            if isinstance(t, torch.Tensor) and i not in storages and t.numel() == 0
+        ]
         try:
             result = op(*args, **kwargs)
         except RuntimeError as e:
@@ -314,9 +323,10 @@ def legacy_function(op, name: str, storages: dict[int, str] | None = None, retur
                 if pattern.search(text):
                     raise error(text) from None
             raise
+        for i, t, shape, storage in empty:
+            if t.shape != shape:
+                _warn_if_shared(name, i, params[i].name, shape, storage, t)
         if returns_storage:
-            import torch
-
             return torch.TypedStorage(
                 wrap_storage=result.untyped_storage(), dtype=result.dtype, _internal=True
             )
@@ -326,6 +336,37 @@ def legacy_function(op, name: str, storages: dict[int, str] | None = None, retur
     call.__doc__ = f"{op._schema}"
     call.op = op  # the torch op itself (opcheck, torch.compile, its schema)
     return call
+
+
+def _storage_of(t) -> tuple[int, int]:
+    """(the storage's identity, its size in bytes)."""
+    storage = t.untyped_storage()
+    return storage._cdata, storage.nbytes()
+
+
+def _warn_if_shared(name: str, i: int, param: str, shape, storage: tuple[int, int], t) -> None:
+    """A C function resized argument i, an empty tensor: where it grew the
+    storage in place and another tensor shares that storage (more than t and the storage
+    object asked for here hold it), warn that the other keeps its old size.
+    2017 code passed `v.data` to be resized (FlowNet2's correlation backward:
+    `grad = Variable(x.new())`, then `grad.data`); `v.data` was then v's own
+    tensor, and today it is a second tensor over v's storage. A view made in
+    place (a transpose, a narrow, a set to another tensor's storage) grows
+    no storage of its own, and is left alone."""
+    import torch
+
+    use_count = getattr(torch._C, "_storage_Use_Count", None)
+    now = t.untyped_storage()
+    if use_count is None or now._cdata != storage[0] or now.nbytes() <= storage[1]:
+        return
+    if use_count(now._cdata) <= 2:
+        return
+    warnings.warn(
+        f"{name}: argument {i + 1} ({param}) was resized from {list(shape)} to {list(t.shape)}, "
+        "and another tensor over the same storage keeps its old size. If you passed v.data, pass v "
+        "itself: in 2017 v.data was v's own tensor, today it is a second tensor over v's storage.",
+        stacklevel=3,
+    )
 
 
 def _beyond_int64(params, args, kwargs) -> tuple[int, int] | None:

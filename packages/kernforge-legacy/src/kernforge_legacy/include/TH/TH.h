@@ -1059,7 +1059,7 @@ TH_LAPACK_API(THDoubleLapack, double)
 #endif
 
 /* as TH.h did: its loops too */
-#include <TH/THTensorApply.h>
-#include <TH/THTensorDimApply.h>
+#include "THTensorApply.h"
+#include "THTensorDimApply.h"
 
 #endif /* KERNFORGE_LEGACY_TH_H */

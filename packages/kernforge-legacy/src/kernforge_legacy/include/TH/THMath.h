@@ -1,3 +1,3 @@
 /* TH/THMath.h, where 2017 code included it from: all that kernforge-legacy
  * provides of TH is declared in TH.h. */
-#include <TH/TH.h>
+#include "TH.h"

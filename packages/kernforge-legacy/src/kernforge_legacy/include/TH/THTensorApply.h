@@ -6,7 +6,7 @@
 #ifndef KERNFORGE_LEGACY_TH_TENSOR_APPLY_H
 #define KERNFORGE_LEGACY_TH_TENSOR_APPLY_H
 
-#include <TH/TH.h>
+#include "TH.h"
 
 #define KFL_APPLY_BEGIN(TYPE, TENSOR)                                                             \
   TYPE* const TENSOR##_kfl_first = (TYPE*)kfl_th_data(TENSOR);                                    \

@@ -8,7 +8,7 @@
 #ifndef KERNFORGE_LEGACY_TH_TENSOR_DIM_APPLY_H
 #define KERNFORGE_LEGACY_TH_TENSOR_DIM_APPLY_H
 
-#include <TH/TH.h>
+#include "TH.h"
 
 #define KFL_DIM_APPLY_SLICE(TYPE, TENSOR, DIMENSION)           \
   TYPE* const TENSOR##_kfl_first = (TYPE*)kfl_th_data(TENSOR); \

@@ -14,7 +14,7 @@
 #error "THC/THC.h needs a CUDA build: create_extension(..., with_cuda=True)"
 #endif
 
-#include <TH/TH.h>
+#include "../TH/TH.h"
 #include <cublas_v2.h> /* as THC's THCGeneral.h: code calling cuBLAS itself took its types from here */
 #include <cuda_runtime_api.h>
 #include <stdbool.h> /* THC's sortKeyValueInplace takes a bool */

@@ -5,7 +5,7 @@
 #ifndef KERNFORGE_LEGACY_THC_DEVICE_TENSOR_UTILS_CUH
 #define KERNFORGE_LEGACY_THC_DEVICE_TENSOR_UTILS_CUH
 
-#include <THC/THC.h>
+#include "THC.h"
 
 #include <limits>
 #include <utility>

@@ -8,7 +8,7 @@
 
 #include <cuda_fp16.h>
 
-#include <THC/THCNumerics.cuh>
+#include "../THC/THCNumerics.cuh"
 
 #define KFL_HALF_MIXED(OP, Wide)                                                \
   static __host__ __device__ __forceinline__ Wide operator OP(half a, Wide b) { \

@@ -6,7 +6,7 @@
 #ifndef KERNFORGE_LEGACY_THCUNN_H
 #define KERNFORGE_LEGACY_THCUNN_H
 
-#include <THC/THC.h>
+#include "../THC/THC.h"
 
 #define THCIndexTensor THCudaLongTensor
 #define THCIndexTensor_(NAME) THCudaLongTensor_##NAME

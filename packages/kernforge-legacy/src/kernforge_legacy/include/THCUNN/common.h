@@ -12,7 +12,7 @@
 #ifndef KERNFORGE_LEGACY_THCUNN_COMMON_H
 #define KERNFORGE_LEGACY_THCUNN_COMMON_H
 
-#include <THC/THC.h>
+#include "../THC/THC.h"
 
 typedef THDescBuff THCDescBuff;
 
