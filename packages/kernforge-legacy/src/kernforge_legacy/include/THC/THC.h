@@ -14,11 +14,11 @@
 #error "THC/THC.h needs a CUDA build: create_extension(..., with_cuda=True)"
 #endif
 
-#include "../TH/TH.h"
 #include <cublas_v2.h> /* as THC's THCGeneral.h: code calling cuBLAS itself took its types from here */
 #include <cuda_runtime_api.h>
 #include <stdbool.h> /* THC's sortKeyValueInplace takes a bool */
 
+#include "../TH/TH.h"
 #include "kfl_removed_cuda.h" /* cudaThreadSynchronize, __shfl_down and the rest CUDA 13 / sm_70 took away */
 
 /* The element type of THCudaHalfTensor: in CUDA sources (nvcc) CUDA's `half`,

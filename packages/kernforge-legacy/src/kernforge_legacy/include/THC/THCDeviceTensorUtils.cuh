@@ -5,11 +5,10 @@
 #ifndef KERNFORGE_LEGACY_THC_DEVICE_TENSOR_UTILS_CUH
 #define KERNFORGE_LEGACY_THC_DEVICE_TENSOR_UTILS_CUH
 
-#include "THC.h"
-
 #include <limits>
 #include <utility>
 
+#include "THC.h"
 #include "THCDeviceTensor.cuh"
 
 template <typename T, int Dim, typename IndexT = int,
