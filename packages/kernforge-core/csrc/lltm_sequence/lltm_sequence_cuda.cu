@@ -117,14 +117,22 @@ struct CudaSequence {
   // multiplies x itself where `features` is not 0 and it fits, the grid
   // where `grid_features` is not 0 and it fits. With `mma` (W's element
   // size) the grid forward multiplies on tensor cores where it fits (mma_plan).
-  template <auto ClusterKernel, auto GridKernel, class Make>
+  // HeldKernel: the cluster kernel for a plan that holds W_h in registers
+  // (plan.held), where its clusters are as large as ClusterKernel's.
+  template <auto ClusterKernel, auto GridKernel, auto HeldKernel = ClusterKernel, class Make>
   static Ran run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device,
                  int64_t features = 0, int64_t grid_features = 0, bool split = false, int mma = 0) {
     const cuda_seq::ClusterFit fit = cuda_seq::cluster_fit<ClusterKernel>(device);
+    const auto launch = [&](const cuda_seq::Plan& p) {
+      if (p.held && cuda_seq::max_cluster<HeldKernel>(device) == fit.blocks)
+        cuda_seq::launch_cluster<HeldKernel>(make(p, true), device);
+      else
+        cuda_seq::launch_cluster<ClusterKernel>(make(p, true), device);
+    };
     cuda_seq::Plan plan =
         cuda_seq::cluster_plan(batch, state, backward, fit.blocks, device, features);
     if (plan.blocks > 0) {
-      cuda_seq::launch_cluster<ClusterKernel>(make(plan, true), device);
+      launch(plan);
       return Ran::cluster;
     }
     const cuda_seq::Plan grid = cuda_seq::plan(batch, state, backward, device, grid_features, mma);
@@ -133,7 +141,7 @@ struct CudaSequence {
           cuda_seq::cluster_split_plan(batch, state, fit.blocks, fit.active, cuda::sm_count(device),
                                        grid.blocks > 0 ? grid.rows : 0, device);
       if (plan.blocks > 0) {
-        cuda_seq::launch_cluster<ClusterKernel>(make(plan, true), device);
+        launch(plan);
         return Ran::cluster;
       }
     }
@@ -267,7 +275,8 @@ struct CudaSequence {
           const int mma = cuda::binary_version<grid>(r.device) >= 80 && grid_features == 0
                               ? static_cast<int>(sizeof(scalar_t))
                               : 0;
-          ran = run<cuda_seq::cluster_forward_kernel<scalar_t, P>, grid>(
+          ran = run<cuda_seq::cluster_forward_kernel<scalar_t, P>, grid,
+                    cuda_seq::cluster_forward_kernel<scalar_t, P, cuda_seq::kHeld>>(
                     make, r.batch, r.state, false, r.device, fusable(r), grid_features, splits(r),
                     mma) != Ran::none;
         });

@@ -160,6 +160,7 @@ struct Plan {
   int features = 0;        // forward: F where it multiplies x by W_x itself (0: P is given)
   int threads = kThreads;  // block size (the cluster forward may launch fewer)
   bool mma = false;        // the grid forward's product on tensor cores (mma_plan)
+  bool held = false;       // the cluster forward: W_h in registers (cluster_plan, kHeld)
   size_t smem = 0;         // bytes
 };
 
