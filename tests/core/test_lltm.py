@@ -83,6 +83,27 @@ def test_forward_and_gradients_match_reference(device, dtype, size):
     _check_against_reference(ins, dtype, device, gen, tol)
 
 
+# Gates at the ends of their range: pre-activations from -100 to 100 (the
+# sigmoid's exp overflows to inf at -100, the ELU's exp at 100) and within
+# 1e-6 of zero on either side (the ELU's exp(x) - 1 near 0). In float32 on
+# the device the sigmoid divides by the reciprocal instruction and the ELU
+# is exp(x) - 1 (lltm_math.h): every output and gradient stays finite and
+# within float32's tolerance of the float64 reference, its absolute part
+# scaled by 30: z reaches 100, so d_gates reach about 25 where i is 1/2,
+# and d_W sums B of them (at B = 64 on the CPU: 9.4e-5 off).
+@pytest.mark.parametrize("size", [(5, 7, 24), (64, 256, 512)], ids=str)
+def test_saturated_gates_match_reference(device, size):
+    gen = torch.Generator().manual_seed(37)
+    batch, features, state = size
+    x, W, b, h, c = _inputs(batch, features, state, torch.float32, gen, device)
+    ends = torch.tensor([-100.0, -30.0, -9.0, -1e-3, -1e-6, 1e-6, 1e-3, 9.0, 30.0, 100.0])
+    pick = torch.randint(0, len(ends), (3 * state,), generator=gen)
+    b = (ends[pick] * (1 + 0.01 * torch.rand(3 * state, generator=gen))).to(device)
+    W = W * 1e-7  # the pre-activations are the bias's, give or take 1e-6
+    tol = {"rtol": TOL[torch.float32]["rtol"], "atol": 30 * TOL[torch.float32]["atol"]}
+    _check_against_reference([x, W, b, h, c], torch.float32, device, gen, tol)
+
+
 @pytest.mark.parametrize("layout", ["W transposed", "x sliced", "h expanded"])
 def test_non_contiguous_inputs(device, layout):
     gen = torch.Generator().manual_seed(33)
