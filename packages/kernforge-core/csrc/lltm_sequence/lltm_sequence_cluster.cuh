@@ -48,7 +48,9 @@ constexpr int64_t kForwardThreads = 256;
 // registers (plan.held) where S is that many times the item's lanes. On an
 // H200, T = 64, inference at (B, F, S) = (16, 32, 128) (8 lanes), the
 // kernel took 117.1 us against 122.2 in fp32, 92.6 against 115.3 in bf16;
-// unchanged at (4, 64, 256) (16 lanes), 138.4 us.
+// unchanged at (4, 64, 256) (16 lanes), 138.4 us. With an item's lanes in
+// different warps and their sums through shared memory (held_item): 116.0
+// and 87.6 us against 117.1 and 92.5; 138.0 at (4, 64, 256).
 constexpr int kHeld = 16;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -130,20 +132,21 @@ __device__ inline void accumulate_input(const float* ws, int S, const float* xt,
   }
 }
 
-// acc[g][r] += sum_m w[g][m] vt[lane + m lanes][b0 + r] over m < M for the
-// thread's item (j, b0): accumulate's product over K = M lanes, with the
-// item's values of W held in registers (w[g][m] is ws's value
-// k = lane + m lanes of row g J + j), so that it reads only h from shared
-// memory.
+// acc[g][r] += sum_m w[g][m] vt[lane M + m][b0 + r] over m < M for the
+// thread's item (j, b0): lane `lane` of the item takes the M values of K
+// from lane M on, with its values of W held in registers (w[g][m] is ws's
+// value k = lane M + m of row g J + j), so that it reads only h from shared
+// memory. The lanes of an item lie in different warps (held_item) and a
+// warp's threads share their values of K: a load of h serves the warp with
+// one float4 for each of its rows b0, not one for each thread.
 template <int M>
 __device__ inline void accumulate_held(const float (&w)[3][M], const float* vt, int batch,
                                        const Plan& p, const Item& it, float (&acc)[3][kRows]) {
   if (it.b0 >= batch) return;
-  const float* v = vt + it.lane * p.stride + it.b0;
-  const int next = p.lanes * p.stride;
+  const float* v = vt + it.lane * M * p.stride + it.b0;
 #pragma unroll
   for (int m = 0; m < M; ++m) {
-    const float4 h = *reinterpret_cast<const float4*>(v + m * next);
+    const float4 h = *reinterpret_cast<const float4*>(v + m * p.stride);
 #pragma unroll
     for (int g = 0; g < 3; ++g) {
       acc[g][0] += w[g][m] * h.x;
@@ -154,14 +157,26 @@ __device__ inline void accumulate_held(const float (&w)[3][M], const float* vt, 
   }
 }
 
+// The held kernel's items: item i of a block's items (j fastest, as
+// item_of) is thread i + lane x items, so that a warp holds items of one
+// lane (or of two, where there are 16 items) and the sum over an item's
+// lanes goes through shared memory, not shuffles. Threads past the lanes'
+// get no rows (b0 past every batch).
+__device__ inline Item held_item(const Plan& p) {
+  const int items = p.units * ((p.rows + kRows - 1) / kRows), i = static_cast<int>(threadIdx.x);
+  const int lane = i / items, item = i - lane * items;
+  return {item % p.units, lane < p.lanes ? item / p.units * kRows : static_cast<int>(kMaxBatch),
+          lane};
+}
+
 // With plan.features = F (float only), the forward multiplies x by W_x
 // itself and the host makes no GEMM for P: the block keeps its 3J whole rows
 // of W (K = S + F), each x_t [B, F] comes into shared memory by one bulk copy
 // two steps ahead, and each thread accumulates its item's share of x_{t+1}'s
 // product while step t's pushes land, so that step t + 1 adds only h_t's.
 // Held > 0 (plan.held: S = Held x lanes): each thread keeps its item's
-// values of W_h in registers, and a step's product reads only h_{t-1} from
-// shared memory.
+// values of W_h in registers, a step's product reads only h_{t-1} from
+// shared memory, and the lanes' partial sums meet there (held_item).
 template <class scalar_t, bool P, int Held = 0>
 __global__ void __launch_bounds__(kThreads)
     cluster_forward_kernel(const ForwardArgs<scalar_t, P> a) {
@@ -185,6 +200,8 @@ __global__ void __launch_bounds__(kThreads)
   float* pre = hb + 2 * S * p.stride;                   // [3][J][B]
   float* xb = pre + state_floats(p, false);             // F > 0: [2][padded][F], buffer t & 1 x_t
   uint64_t* xbars = reinterpret_cast<uint64_t*>(xb + 2 * padded * F);  // F > 0: [2], x_t on t & 1
+  // Held > 0: [lanes][3][J][stride], each lane's partial sums of pre
+  float* part = xb + (F > 0 ? 2 * padded * F + 4 : 0);
   // h_t arrives in buffer (t + 1) & 1 during step t, for t < T - 1.
   const uint32_t bytes = 4u * (S - units) * p.stride;
   init_exchange(bars, bytes, T > 2, T > 1);
@@ -212,7 +229,7 @@ __global__ void __launch_bounds__(kThreads)
     hb[idx] = b < B && a.h0 ? static_cast<float>(a.h0[(row0 + b) * S + k]) : 0.0f;
     hb[S * p.stride + idx] = 0.0f;
   }
-  const Item it = item_of(p);
+  const Item it = Held > 0 ? held_item(p) : item_of(p);
   const int lane = it.lane, jt = it.j, b0 = it.b0;
   // One element (b, j) a thread (the plan makes sure), j fastest, its cell
   // in a register; its next input (F > 0: the bias alone) loads while the
@@ -229,7 +246,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int g = 0; g < 3; ++g)
 #pragma unroll
-      for (int m = 0; m < Held; ++m) wh[g][m] = ws[(g * J + jt) * p.kp + lane + m * p.lanes];
+      for (int m = 0; m < Held; ++m)
+        wh[g][m] = lane < p.lanes ? ws[(g * J + jt) * p.kp + lane * Held + m] : 0.0f;
   if (F > 0) {
     wait_phase(xbars, 0);
     accumulate_input(ws, S, xb, F, B, p, it, acc);
@@ -242,26 +260,42 @@ __global__ void __launch_bounds__(kThreads)
       wait_phase(bars + (t & 1), ((t - 1) >> 1) & 1);
       if (threadIdx.x == 0 && t + 2 < T) expect_bytes(bars + (t & 1), bytes);
     }
-    if constexpr (Held > 0)
+    if constexpr (Held > 0) {
       accumulate_held(wh, hb + (t & 1) * S * p.stride, Bt, p, it, acc);
-    else
+      if (b0 < Bt)
+#pragma unroll
+        for (int g = 0; g < 3; ++g)
+          *reinterpret_cast<float4*>(part + ((lane * 3 + g) * J + jt) * p.stride + b0) =
+              make_float4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]);
+    } else {
       accumulate<3>(ws, hb + (t & 1) * S * p.stride, 0, S, Bt, p, it, acc);
-    reduce_lanes<3>(p, acc);
-    if (lane == 0 && b0 < Bt)
+      reduce_lanes<3>(p, acc);
+      if (lane == 0 && b0 < Bt)
 #pragma unroll
-      for (int g = 0; g < 3; ++g)
+        for (int g = 0; g < 3; ++g)
 #pragma unroll
-        for (int r = 0; r < kRows; ++r)
-          if (b0 + r < Bt) pre[(g * J + jt) * B + b0 + r] = acc[g][r];
-    __syncthreads();  // pre is complete, buffer t & 1 and x buffer t & 1 read
+          for (int r = 0; r < kRows; ++r)
+            if (b0 + r < Bt) pre[(g * J + jt) * B + b0 + r] = acc[g][r];
+    }
+    __syncthreads();  // pre (Held: part) is complete, buffer t & 1 and x buffer t & 1 read
     if (F > 0 && threadIdx.x == 0 && t + 2 < T) load_x(t + 2);
     const bool send = t + 1 < T;
     float* next = hb + ((t + 1) & 1) * S * p.stride;
     ForwardElement e{};
     const bool live = owner && ob < Bt;
     if (live) {
-      e = gate_forward<scalar_t>(in[0] + pre[oj * B + ob], in[1] + pre[(J + oj) * B + ob],
-                                 in[2] + pre[(2 * J + oj) * B + ob], c);
+      float sum[3] = {0.0f, 0.0f, 0.0f};
+      if constexpr (Held > 0) {
+        // (four lanes' loads at once: a load's latency once, not for each)
+#pragma unroll 4
+        for (int l = 0; l < p.lanes; ++l)
+#pragma unroll
+          for (int g = 0; g < 3; ++g) sum[g] += part[((l * 3 + g) * J + oj) * p.stride + ob];
+      } else {
+#pragma unroll
+        for (int g = 0; g < 3; ++g) sum[g] = pre[(g * J + oj) * B + ob];
+      }
+      e = gate_forward<scalar_t>(in[0] + sum[0], in[1] + sum[1], in[2] + sum[2], c);
       c = e.c;
       next[(j0 + oj) * p.stride + ob] = e.h;
     }
@@ -501,13 +535,15 @@ inline Plan cluster_plan(int64_t batch, int64_t S, bool backward, int max_blocks
     p.chunk = static_cast<int>(S);
     p.features = static_cast<int>(F);
     p.held = !backward && p.lanes * kHeld == S;
+    // (held: the lanes' partial sums, [lanes][3][J][stride])
+    const int64_t part = p.held ? 3 * p.lanes * J * p.stride : 0;
     // the two mbarriers, W's slice, then forward: the two buffers of h, the
     // state and (F > 0) two buffers of x_t and their mbarriers; backward: the
     // two buffers of partials and d_gates
     const int64_t x = F > 0 ? 2 * ((batch + kRows - 1) / kRows * kRows) * F + 4 : 0;
     p.smem = static_cast<size_t>(
         16 + 4 * (p.ws + (backward ? (2 * p.blocks * J + 3 * J) * p.stride
-                                   : 2 * S * p.stride + state_floats(p, false) + x)));
+                                   : 2 * S * p.stride + state_floats(p, false) + x + part)));
     if (p.smem <= limit) return p;
   }
   return {};
