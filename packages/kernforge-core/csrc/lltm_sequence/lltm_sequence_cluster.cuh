@@ -136,9 +136,8 @@ __device__ inline void accumulate_input(const float* ws, int S, const float* xt,
 // thread's item (j, b0): lane `lane` of the item takes the M values of K
 // from lane M on, with its values of W held in registers (w[g][m] is ws's
 // value k = lane M + m of row g J + j), so that it reads only h from shared
-// memory. The lanes of an item lie in different warps (held_item) and a
-// warp's threads share their values of K: a load of h serves the warp with
-// one float4 for each of its rows b0, not one for each thread.
+// memory. The lanes of an item lie in different warps (held_item), so that
+// their sum needs no shuffles.
 template <int M>
 __device__ inline void accumulate_held(const float (&w)[3][M], const float* vt, int batch,
                                        const Plan& p, const Item& it, float (&acc)[3][kRows]) {
