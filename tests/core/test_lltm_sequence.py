@@ -1089,6 +1089,34 @@ def test_flat_weights_and_parameters_by_lstm_name(bidirectional):
         kernforge.nn.LLTMSequence(4, 6, bias=False)._parameters["bias_ih_l0"]
 
 
+def test_dynamic_quantization_leaves_the_layer_in_float():
+    """``torch.ao.quantization.quantize_dynamic(model, {nn.LSTM, nn.Linear})``
+    in code whose ``nn.LSTM`` is the layer: torch has no quantized LLTM, so
+    the layer stays as it is (a float copy, the same outputs) while the
+    Linear beside it is quantized, and the model runs."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(kernforge.nn.LLTMSequence(8, 16, 2), _Take0(), torch.nn.Linear(16, 5))
+    model.eval()
+    rnn = model[0]
+    quantized = torch.ao.quantization.quantize_dynamic(
+        model, {kernforge.nn.LLTMSequence, torch.nn.Linear}, dtype=torch.qint8
+    )
+    assert type(quantized[0]) is kernforge.nn.LLTMSequence
+    assert type(quantized[2]) is not torch.nn.Linear  # the Linear was swapped
+    x = torch.randn(6, 3, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(quantized[0](x)[0], rnn(x)[0], rtol=0, atol=0)
+        want = model(x)
+        got = quantized(x)
+    assert got.shape == want.shape == (6, 3, 5)
+    assert 0 < (got - want).abs().max() < 0.05  # the Linear's int8 weights, nothing more
+
+
+class _Take0(torch.nn.Module):
+    def forward(self, pair):
+        return pair[0]
+
+
 def test_spectral_norm_on_an_lstm_weight_name():
     """``torch.nn.utils.spectral_norm(rnn, "weight_hh_l0")`` takes the Parameter
     from ``_parameters``, registers it as ``weight_hh_l0_orig`` and sets the
