@@ -52,11 +52,13 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # projection is zeros), and a wide input (F = 2100) on one cluster. In float
 # the cluster multiplies x itself where F % 4 == 0 and F <= 64: one step at
 # F = 64, two steps, an odd number of steps at the benchmark's (16, 32, 128)
-# and B = 33. In half and bfloat16 the grid's forward multiplies on tensor
-# cores where it fits: its batch rows in one tile of 8 (S = 256 at B = 12,
-# 112, 521, 1024 at B = 16 and 32, 648 at B = 8, an S not a multiple of 16,
-# and odd), one to a block (B = 1, S = 650), four tiles (B = 256, S = 128 at
-# three steps); at (3, 64, 5, 1024) it does not fit, and the FMA product runs.
+# and B = 33; holding W_h (S = 128, 8 lanes), x four values a load: one load
+# a lane (F = 32), two (F = 64), or lanes left idle (F = 8). In half and
+# bfloat16 the grid's forward multiplies on tensor cores where it fits: its
+# batch rows in one tile of 8 (S = 256 at B = 12, 112, 521, 1024 at B = 16
+# and 32, 648 at B = 8, an S not a multiple of 16, and odd), one to a block
+# (B = 1, S = 650), four tiles (B = 256, S = 128 at three steps); at
+# (3, 64, 5, 1024) it does not fit, and the FMA product runs.
 # In float, in three TF32 products, where it fits with 8 rows a block or
 # more and the grid does not multiply x itself: 112, 300 (three tiles), 521
 # at B = 16, B = 256 at S = 128 and B = 100 at S = 64 (three steps); not
@@ -70,6 +72,8 @@ SIZES = [
     (1, 3, 64, 16),
     (2, 6, 8, 12),
     (9, 16, 32, 128),
+    (6, 16, 8, 128),
+    (7, 16, 64, 128),
     (16, 33, 20, 40),
     (6, 64, 5, 64),
     (3, 8, 4, 256),

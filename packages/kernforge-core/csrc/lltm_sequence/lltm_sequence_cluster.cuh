@@ -113,21 +113,47 @@ __device__ inline void push(const float* from, int n, int blocks, int self, cons
 #endif
 
 // acc[g][r] += sum_k ws[(g J + j) kp + S + k] xt[b0 + r][k] over k < F for
-// the thread's item (j, b0), each lane of the item taking every lanes-th k:
-// x_t's part of the forward product, from x_t as it lies in memory ([B][F],
-// padded with zero rows to a multiple of kRows).
+// the thread's item (j, b0): x_t's part of the forward product, from x_t as
+// it lies in memory ([B][F], F a multiple of 4, padded with zero rows to a
+// multiple of kRows). Each lane of the item takes every lanes-th k; with
+// Quads, every lanes-th four of k, a float4 of each row and of W a load (kp
+// and S multiples of 4). x_t's rows lie F floats apart, on the same banks
+// where F is a multiple of 8: a warp of held_item's items spans several
+// groups of rows and reads a value of them in as many passes, a float4 in
+// four whatever their number.
+template <bool Quads>
 __device__ inline void accumulate_input(const float* ws, int S, const float* xt, int F, int batch,
                                         const Plan& p, const Item& it, float (&acc)[3][kRows]) {
   if (it.b0 >= batch) return;
-  for (int k = it.lane; k < F; k += p.lanes) {
-    float v[kRows];
+  if constexpr (Quads) {
+    for (int k = 4 * it.lane; k < F; k += 4 * p.lanes) {
+      float4 v[kRows];
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) v[r] = xt[(it.b0 + r) * F + k];
+      for (int r = 0; r < kRows; ++r)
+        v[r] = *reinterpret_cast<const float4*>(xt + (it.b0 + r) * F + k);
 #pragma unroll
-    for (int g = 0; g < 3; ++g) {
-      const float w = ws[(g * p.units + it.j) * p.kp + S + k];
+      for (int g = 0; g < 3; ++g) {
+        const float4 w = *reinterpret_cast<const float4*>(ws + (g * p.units + it.j) * p.kp + S + k);
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) acc[g][r] += w * v[r];
+        for (int r = 0; r < kRows; ++r) {
+          acc[g][r] += w.x * v[r].x;
+          acc[g][r] += w.y * v[r].y;
+          acc[g][r] += w.z * v[r].z;
+          acc[g][r] += w.w * v[r].w;
+        }
+      }
+    }
+  } else {
+    for (int k = it.lane; k < F; k += p.lanes) {
+      float v[kRows];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) v[r] = xt[(it.b0 + r) * F + k];
+#pragma unroll
+      for (int g = 0; g < 3; ++g) {
+        const float w = ws[(g * p.units + it.j) * p.kp + S + k];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) acc[g][r] += w * v[r];
+      }
     }
   }
 }
@@ -247,9 +273,16 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int m = 0; m < Held; ++m)
         wh[g][m] = lane < p.lanes ? ws[(g * J + jt) * p.kp + lane * Held + m] : 0.0f;
+  // x_t's product (F > 0). Held, four values of k a load: on an H200, T =
+  // 64, fp32 inference, (16, 32, 128) took 103.4 us against 116.1 a value a
+  // load, (16, 64, 128) 111.9 against 140.8, but (16, 8, 128) 99.6 against
+  // 97.1 (F < 4 x lanes leaves lanes idle). Not held, an item's lanes read
+  // consecutive values, on distinct banks already, and float4 loads were
+  // slower: (4, 64, 256) 152.1 us against 138.5, (8, 64, 128) 131.6
+  // against 117.6.
   if (F > 0) {
     wait_phase(xbars, 0);
-    accumulate_input(ws, S, xb, F, B, p, it, acc);
+    accumulate_input<(Held > 0)>(ws, S, xb, F, B, p, it, acc);
   }
   for (int t = 0; t < T; ++t) {
     // the rows of steps t and t + 1 (known at fixed length)
@@ -307,7 +340,7 @@ __global__ void __launch_bounds__(kThreads)
       push(next + j0 * p.stride, units * p.stride, p.blocks, rank, bars + ((t + 1) & 1));
       if (F > 0) {
         wait_phase(xbars + ((t + 1) & 1), ((t + 1) >> 1) & 1);
-        accumulate_input(ws, S, xb + ((t + 1) & 1) * padded * F, F, Bn, p, it, acc);
+        accumulate_input<(Held > 0)>(ws, S, xb + ((t + 1) & 1) * padded * F, F, Bn, p, it, acc);
       }
     }
     if (live) {
@@ -534,6 +567,15 @@ inline Plan cluster_plan(int64_t batch, int64_t S, bool backward, int max_blocks
     p.chunk = static_cast<int>(S);
     p.features = static_cast<int>(F);
     p.held = !backward && p.lanes * kHeld == S;
+    // Held, a step reads W only for x_t's product (accumulate_input), a
+    // float4 of eight consecutive rows at once: rows 4 floats past a
+    // multiple of 32 apart put them on distinct banks (on an H200, T = 64,
+    // fp32 inference, a value a load: (16, 32, 128) 113.4 us against 115.9,
+    // (16, 64, 128) 135.5 against 140.6).
+    if (p.held && F > 0) {
+      p.kp = static_cast<int>((S + F + 31) / 32 * 32 + 4);
+      p.ws = static_cast<int>(3 * J * p.kp);
+    }
     // (held: the lanes' partial sums, [lanes][3][J][stride])
     const int64_t part = p.held ? 3 * p.lanes * J * p.stride : 0;
     // the two mbarriers, W's slice, then forward: the two buffers of h, the
