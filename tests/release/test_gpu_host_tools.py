@@ -200,7 +200,7 @@ def test_racecheck_takes_the_three_step_sequences_for_the_long_ones():
     every, race = collected("memcheck"), collected("racecheck")
     long = {t for t in every if "matches_a_loop" in t or "inference_equals_the_forward" in t}
     three = {t for t in every if "each_layout_over_three_steps" in t}
-    assert long and len(three) == 112  # 28 sizes x 4 dtypes
+    assert long and len(three) == 120  # 30 sizes x 4 dtypes
     assert race == every - long
     assert all("[cuda-" in t for t in every)
 
