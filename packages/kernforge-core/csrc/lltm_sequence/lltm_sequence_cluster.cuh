@@ -622,6 +622,28 @@ inline Plan cluster_split_plan(int64_t batch, int64_t S, int max_blocks, int act
   return p;
 }
 
+// Whether an inference forward that one cluster takes (p, cluster_plan's,
+// past kFusedSteps steps) runs faster split over clusters of its rows
+// (cluster_split_plan, which leaves x_t's products to the GEMM): where p
+// does not multiply x_t itself, or where a block's work a step is above
+// kFusedClusterWork, the GEMM's call then costing less than the kernel
+// saves; not where p holds W_h in one block of 256 threads or fewer. On an
+// H200, T = 64, whole calls, one cluster against split: fp32, F = 32,
+// (B, S) = (12, 128) 144.3 us against 135.6, (16, 192) 206.9 against
+// 165.4, (8, 256) 198.7 against 177.4, (64, 64) 185.8 against 135.1, but
+// (24, 64), work 18432, 146.8 against 157.8; F = 256, (8, 128) 152.0
+// against 137.1; bf16, (16, 64) 143.7 against 130.6; held, (16, 128) fp32
+// F = 32 132.1 against 135.5, bf16 133.3 against 138.9. A training step
+// stays on one cluster: there the GEMM's host time added more than the
+// kernel saved (fp32, F = 32, (12, 128) 333.4 us against 384.7, (16, 192)
+// 477.2 against 506.3).
+constexpr int64_t kFusedClusterWork = int64_t{1} << 15;
+
+inline bool split_pays(const Plan& p) {
+  const int64_t work = int64_t{3} * p.rows * p.chunk * p.units;
+  return !(p.held && p.threads <= 256) && (p.features == 0 || work > kFusedClusterWork);
+}
+
 template <auto Kernel, class Args>
 void launch_cluster(const Args& args, int32_t device) {
   // max_cluster set the kernel's shared memory to the most a block may have.

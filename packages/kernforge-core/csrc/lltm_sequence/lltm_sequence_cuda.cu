@@ -112,7 +112,9 @@ struct CudaSequence {
 
   // One cluster where the sequence is small enough (lltm_sequence_cluster.cuh),
   // else, with `split`, clusters of the batch's rows (cluster_split_plan),
-  // else the grid of lltm_sequence_persistent.cuh, else none: stepping.
+  // else the grid of lltm_sequence_persistent.cuh, else none: stepping. With
+  // `split_first`, the clusters of rows come before one cluster where they
+  // run faster (cuda_seq::split_pays).
   // make(plan, cluster) gives the kernel's arguments; the cluster forward
   // multiplies x itself where `features` is not 0 and it fits, the grid
   // where `grid_features` is not 0 and it fits. With `mma` (W's element
@@ -121,7 +123,8 @@ struct CudaSequence {
   // (plan.held), where its clusters are as large as ClusterKernel's.
   template <auto ClusterKernel, auto GridKernel, auto HeldKernel = ClusterKernel, class Make>
   static Ran run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device,
-                 int64_t features = 0, int64_t grid_features = 0, bool split = false, int mma = 0) {
+                 int64_t features = 0, int64_t grid_features = 0, bool split = false,
+                 bool split_first = false, int mma = 0) {
     const cuda_seq::ClusterFit fit = cuda_seq::cluster_fit<ClusterKernel>(device);
     const auto launch = [&](const cuda_seq::Plan& p) {
       if (p.held && cuda_seq::max_cluster<HeldKernel>(device) == fit.blocks)
@@ -129,21 +132,25 @@ struct CudaSequence {
       else
         cuda_seq::launch_cluster<ClusterKernel>(make(p, true), device);
     };
-    cuda_seq::Plan plan =
+    const cuda_seq::Plan plan =
         cuda_seq::cluster_plan(batch, state, backward, fit.blocks, device, features);
-    if (plan.blocks > 0) {
+    if (plan.blocks > 0 && !(split_first && cuda_seq::split_pays(plan))) {
       launch(plan);
       return Ran::cluster;
     }
     const cuda_seq::Plan grid = cuda_seq::plan(batch, state, backward, device, grid_features, mma);
     if (split) {
-      plan =
+      const cuda_seq::Plan clusters =
           cuda_seq::cluster_split_plan(batch, state, fit.blocks, fit.active, cuda::sm_count(device),
                                        grid.blocks > 0 ? grid.rows : 0, device);
-      if (plan.blocks > 0) {
-        launch(plan);
+      if (clusters.blocks > 0) {
+        launch(clusters);
         return Ran::cluster;
       }
+    }
+    if (plan.blocks > 0) {  // (split_first, where the split does not fit)
+      launch(plan);
+      return Ran::cluster;
     }
     if (grid.blocks == 0) return Ran::none;
     cuda_seq::launch<GridKernel>(make(grid, false), device);
@@ -176,6 +183,10 @@ struct CudaSequence {
   // past kFusedSteps steps, where the grid would not multiply x itself.
   static bool splits(const SeqRecurrence& r) { return r.steps > kFusedSteps; }
 
+  // Whether it splits a batch that one cluster takes where that runs faster
+  // (cuda_seq::split_pays): in inference (no gates kept).
+  static bool splits_first(const SeqRecurrence& r) { return splits(r) && r.gates == nullptr; }
+
   // Whether recurrence(r) multiplies x by W_x itself (the driver then makes no P).
   static bool projects_input(const SeqRecurrence& r) {
     if (cuda_seq::token_fits(r.steps, r.batch)) return true;
@@ -184,7 +195,8 @@ struct CudaSequence {
         cuda_seq::max_cluster<cuda_seq::cluster_forward_kernel<float, false>>(r.device);
     const cuda_seq::Plan cluster =
         cuda_seq::cluster_plan(r.batch, r.state, false, blocks, r.device, fusable(r));
-    if (cluster.blocks > 0) return cluster.features > 0;
+    if (cluster.blocks > 0)
+      return cluster.features > 0 && !(splits_first(r) && cuda_seq::split_pays(cluster));
     return grid_fusable(r) > 0 &&
            cuda_seq::plan(r.batch, r.state, false, r.device, grid_fusable(r)).features > 0;
   }
@@ -279,7 +291,7 @@ struct CudaSequence {
           ran = run<cuda_seq::cluster_forward_kernel<scalar_t, P>, grid,
                     cuda_seq::cluster_forward_kernel<scalar_t, P, cuda_seq::kHeld>>(
                     make, r.batch, r.state, false, r.device, fusable(r), grid_features, splits(r),
-                    mma) != Ran::none;
+                    splits_first(r), mma) != Ran::none;
         });
       }
     });
