@@ -263,7 +263,7 @@ def test_inference_equals_the_forward(device, dtype, size, state):
     assert torch.equal(inf_c_n, c_n)
 
 
-def _forward_kernels(fn):
+def _cuda_kernels(fn):
     """The CUDA kernels that fn() launches, by name."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         fn()
@@ -289,9 +289,9 @@ def test_inference_splits_a_batch_where_faster(size, splits):
     x, W, b, h0, c0 = _inputs(*size, torch.float32, "cuda", gen)
     with torch.no_grad():
         out, c_n, _, _ = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
-        kept = _forward_kernels(lambda: torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0))
+        kept = _cuda_kernels(lambda: torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0))
         result = []
-        inferred = _forward_kernels(
+        inferred = _cuda_kernels(
             lambda: result.extend(torch.ops.kernforge.lltm_sequence_inference(x, W, b, h0, c0))
         )
     assert [n for n in kept if "cluster_forward_kernel" not in n] == []
@@ -1915,11 +1915,7 @@ def test_generation_takes_a_reordered_strided_state(device, layers):
 
 def _token_kernels(fn):
     """The token kernels that fn() launches, by name."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    return [n.split("<")[0].split("::")[-1] for n in names if "token_" in n]
+    return [n.split("<")[0].split("::")[-1] for n in _cuda_kernels(fn) if "token_" in n]
 
 
 @pytest.mark.cuda
