@@ -140,7 +140,7 @@ def test_matches_a_loop_over_the_cell(device, dtype, size):
     ours = [t.clone().requires_grad_() for t in ins]
     refs = [t.double().requires_grad_() for t in ins]
     steps, batch, _, state = size
-    _poison(device, (steps, batch, state), (steps, batch, 3 * state))
+    _poison(device, (steps, batch, state), (steps, batch, 3 * state), (batch, state))
     out, (h_n, c_n) = kernforge.lltm_sequence(*ours)
     r_out, (r_h, r_c) = reference.lltm_sequence(*refs)
     tol = _sequence_tolerance(dtype, steps, batch)
@@ -171,7 +171,7 @@ def test_each_layout_over_three_steps(device, dtype, size):
 def _check_a_layout(size, dtype, device, gen):
     """The op at `size` (T, B, F, S) against the reference, its outputs poisoned first."""
     steps, batch, _, state = size
-    _poison(device, (steps, batch, state), (steps, batch, 3 * state))
+    _poison(device, (steps, batch, state), (steps, batch, 3 * state), (batch, state))
     _check_against_the_reference(
         _inputs(*size, dtype, device, gen), {}, _sequence_tolerance(dtype, steps, batch), gen
     )
@@ -250,12 +250,12 @@ def test_inference_equals_the_forward(device, dtype, size, state):
         h0 = c0 = None
     steps, batch, _, hidden = size
     with torch.no_grad():
-        out, c_n, _, _ = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+        out, h_n, c_n, _, _ = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
         _poison(device, (steps, batch, hidden), (batch, hidden), (batch, hidden))
         inf_out, inf_h_n, inf_c_n = torch.ops.kernforge.lltm_sequence_inference(x, W, b, h0, c0)
     assert inf_out.shape == out.shape and inf_h_n.shape == inf_c_n.shape == c_n.shape
     if device == "cuda" and (size, dtype) in INFERENCE_SPLITS:
-        for got, want in ((inf_out, out), (inf_h_n, out[-1]), (inf_c_n, c_n)):
+        for got, want in ((inf_out, out), (inf_h_n, h_n), (inf_c_n, c_n)):
             close(got, want, **TOL[dtype])
         return
     assert torch.equal(inf_out, out)
@@ -288,7 +288,7 @@ def test_inference_splits_a_batch_where_faster(size, splits):
     gen = torch.Generator().manual_seed(63)
     x, W, b, h0, c0 = _inputs(*size, torch.float32, "cuda", gen)
     with torch.no_grad():
-        out, c_n, _, _ = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+        out, _, c_n, _, _ = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
         kept = _cuda_kernels(lambda: torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0))
         result = []
         inferred = _cuda_kernels(
@@ -317,8 +317,10 @@ def test_no_grad_takes_the_inference_op(device, grad, monkeypatch):
     with torch.set_grad_enabled(grad):
         out, (h_n, c_n) = kernforge.lltm_sequence(*ins)
         m_out, _ = model(ins[0])
-    # with gradients, the autograd route calls the forward op it registered
-    assert called == ([] if grad else ["lltm_sequence_inference"] * 2)
+    # with gradients, the autograd route calls the forward op it registered;
+    # without, the module's layers of one direction (here one) are one call
+    # of the layers' inference op
+    assert called == ([] if grad else ["lltm_sequence_inference", "lltm_sequence_layers_inference"])
     assert out.requires_grad == m_out.requires_grad == grad
     r_out, (r_h, r_c) = reference.lltm_sequence(*ins)
     close(out, r_out, **TOL[torch.float32])
@@ -400,7 +402,7 @@ MASKS = [[bool(m >> i & 1) for i in range(5)] for m in range(1, 32)]
 def test_output_mask(device, size):
     gen = torch.Generator().manual_seed(67)
     x, W, b, h0, c0 = _inputs(*size, torch.float32, device, gen)
-    out, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+    out, _, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
     go, gc = random(out.shape, torch.float32, device, gen), random(c_n.shape, torch.float32, device, gen)
     saved = (x, W, h0, out, cells, gates)
     full = torch.ops.kernforge.lltm_sequence_backward(go, gc, *saved, [True] * 5)
@@ -418,7 +420,7 @@ def test_grad_output_of_any_strides(device, batch, state):
     # gradient may also come transposed. Both read as their contiguous copy.
     gen = torch.Generator().manual_seed(71)
     x, W, b, h0, c0 = _inputs(5, batch, 4, state, torch.float32, device, gen)
-    out, _, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+    out, _, _, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
     saved = (x, W, h0, out, cells, gates)
     transposed = random((batch, 5, state), torch.float32, device, gen).transpose(0, 1)
     expanded = torch.tensor(0.7, device=device).expand(5, batch, state)
@@ -558,7 +560,7 @@ def test_opcheck(device, size):
     x, W, b, h0, c0 = (t.detach() for t in ins)
     torch.library.opcheck(torch.ops.kernforge.lltm_sequence_inference.default, (x, W, b, h0, c0))
     torch.library.opcheck(torch.ops.kernforge.lltm_sequence_inference.default, (x, W, b, None, None))
-    out, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+    out, _, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
     for go, gc, mask in [
         (torch.randn_like(out), torch.randn_like(c_n), [True] * 5),
         (None, torch.randn_like(c_n), [False, True, True, False, False]),
@@ -572,7 +574,7 @@ def test_opcheck(device, size):
         torch.ops.kernforge.lltm_sequence_forward.default,
         (x.requires_grad_(), W.requires_grad_(), b, None, None),
     )
-    out, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x.detach(), W.detach(), b, None, c0)
+    out, _, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x.detach(), W.detach(), b, None, c0)
     torch.library.opcheck(
         torch.ops.kernforge.lltm_sequence_backward.default,
         (torch.randn_like(out), None, x.detach(), W.detach(), None, out, cells, gates, [True] * 5),
@@ -1456,7 +1458,7 @@ def test_mixed_devices():
 
 def test_bad_backward_input(device):
     x, W, b, h0, c0 = (a.to(device) for a in (_t(5, 2, 3), _t(12, 7), _t(12), _t(2, 4), _t(2, 4)))
-    out, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+    out, _, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
     op = torch.ops.kernforge.lltm_sequence_backward
     prefix = "kernforge::lltm_sequence_backward: "
     with pytest.raises(RuntimeError, match=re.escape(prefix + "output_mask must have 5 entries")):
@@ -1566,19 +1568,87 @@ def test_module_packed_sequences_equal_each_run_alone(device, layers, enforce_so
         close(got, want, **TOL[torch.float64])
 
 
+@pytest.mark.parametrize("packed", [False, True], ids=["fixed", "packed"])
+@pytest.mark.parametrize("which", ["h_n", "c_n"])
+def test_gradient_through_the_final_state_alone(device, packed, which):
+    # A classifier's loss reads h_n (or c_n) alone: the op's h_n, written by
+    # the recurrence, takes its gradient to each row's last step (the output's
+    # gradient absent), fixed-length and packed, against the reference.
+    gen = torch.Generator().manual_seed(94)
+    if packed:
+        x, sizes, (W, b, h0, c0) = _packed_inputs(7, 5, 4, 6, torch.float64, device, gen)
+        kwargs = {"batch_sizes": sizes}
+    else:
+        x, W, b, h0, c0 = _inputs(6, 5, 4, 6, torch.float64, device, gen)
+        kwargs = {}
+    ins = [t.requires_grad_() for t in (x, W, b, h0, c0)]
+    refs = [t.detach().cpu().requires_grad_() for t in ins]
+    _, (h_n, c_n) = kernforge.lltm_sequence(*ins, **kwargs)
+    _, (r_h, r_c) = reference.lltm_sequence(*refs, **kwargs)
+    got, want = (h_n, r_h) if which == "h_n" else (c_n, r_c)
+    g = random(got.shape, torch.float64, device, gen)
+    torch.autograd.backward(got, g)
+    torch.autograd.backward(want, g.cpu())
+    for name, o, r in zip(("x", "weight", "bias", "h0", "c0"), ins, refs, strict=True):
+        assert o.grad is not None, name
+        close(o.grad.cpu(), r.grad, **TOL[torch.float64])
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize(
+    ("layers", "bidirectional", "packed"),
+    [(1, False, False), (1, False, True), (2, False, False), (1, True, False), (2, True, True)],
+    ids=["one", "one-packed", "two", "bi", "two-bi-packed"],
+)
+def test_module_state_is_tensors_of_its_own(device, grad, layers, bidirectional, packed):
+    # As nn.LSTM's, h_n and c_n are tensors of their own, not views: stateful
+    # code detaches them in place (hidden[0].detach_()) between batches, or
+    # overwrites them (espnet zeroes h_n[1::2]), and neither touches the
+    # output nor the backward still to come.
+    gen = torch.Generator().manual_seed(96)
+    model = kernforge.nn.LLTMSequence(
+        4, 6, layers, bidirectional=bidirectional, device=device, dtype=torch.float64
+    )
+    # (sorted: unsorted, the state comes back through a permutation's copy)
+    seqs = [random((n, 4), torch.float64, device, gen) for n in (5, 5, 3, 2)]
+    x = pack_sequence(seqs) if packed else random((5, 4, 4), torch.float64, device, gen)
+    with torch.set_grad_enabled(grad):
+        out, (h_n, c_n) = model(x)
+        data = out.data if packed else out
+        kept = data.detach().clone()
+        for state in (h_n, c_n):
+            assert not state._is_view()
+            state.detach_()
+            assert not state.requires_grad
+        h_n.zero_()
+        c_n.fill_(float("nan"))
+        assert torch.equal(data.detach(), kept)
+    if grad:
+        data.sum().backward()
+        for name, p in model.named_parameters():
+            assert p.grad is not None and torch.isfinite(p.grad).all(), name
+
+
 def test_packed_makes_one_call_per_layer_and_direction(device):
     # 16 sequences of 16 distinct lengths, 2 bidirectional layers: 4 forward
     # and 4 backward op calls, whatever the lengths (and the rows of the
-    # reverse direction's order, once; h_n's rows, once a call). Under
-    # no_grad, 4 inference calls, which make h_n themselves.
+    # reverse direction's order, once; h_n's rows, once a backward that h_n's
+    # gradient reaches). The forward and inference ops make h_n themselves.
     gen = torch.Generator().manual_seed(95)
     model = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=True, device=device)
     seqs = [random((n, 4), torch.float32, device, gen) for n in range(1, 17)]
     with _KernforgeCalls() as calls:
         out, (h_n, c_n) = model(pack_sequence(seqs, enforce_sorted=False))
         (out.data.sum() + h_n.sum() + c_n.sum()).backward()
-    forward = ["lltm_sequence_forward", "packed_reversed_rows"]
-    assert calls.names == ["packed_reversed_rows"] + forward * 4 + ["lltm_sequence_backward"] * 4
+    backward = ["packed_reversed_rows", "lltm_sequence_backward"]
+    assert calls.names == ["packed_reversed_rows"] + ["lltm_sequence_forward"] * 4 + backward * 4
+    with _KernforgeCalls() as calls:
+        out, _ = model(pack_sequence(seqs, enforce_sorted=False))
+        out.data.sum().backward()
+    assert (
+        calls.names
+        == ["packed_reversed_rows"] + ["lltm_sequence_forward"] * 4 + ["lltm_sequence_backward"] * 4
+    )
     with _KernforgeCalls() as calls, torch.no_grad():
         model(pack_sequence(seqs, enforce_sorted=False))
     assert calls.names == ["packed_reversed_rows"] + ["lltm_sequence_inference"] * 4
@@ -1880,8 +1950,7 @@ def test_generation_token_by_token_equals_the_whole_sequence(device, layers):
             for t in range(6):
                 out, state = model(x[t : t + 1], state)
                 steps.append(out)
-    op = "lltm_sequence_layers_inference" if layers > 1 else "lltm_sequence_inference"
-    assert calls.names == [op] * 6
+    assert calls.names == ["lltm_sequence_layers_inference"] * 6
     close(torch.cat(steps), whole, **TOL[torch.float64])
     close(state[0], h_n, **TOL[torch.float64])
     close(state[1], c_n, **TOL[torch.float64])

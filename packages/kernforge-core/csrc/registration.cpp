@@ -21,16 +21,18 @@ STABLE_TORCH_LIBRARY(kernforge, m) {
       "lltm_backward(Tensor grad_h, Tensor grad_c, Tensor x, Tensor W, Tensor h, Tensor c_new, "
       "Tensor gates, bool[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor)");
   // The cell over a sequence x [T, B, F]: lltm_sequence_forward returns
-  // (output [T, B, S] every step's h, c_n, gates [T, B, 3S], cells [T, B, S]
-  // every step's c, float for half / bfloat16), gates and cells kept for the
-  // backward; h0 or c0 None is zeros. With batch_sizes (a PackedSequence's),
-  // x is packed [N, F], step t runs on its first batch_sizes[t] rows, the
-  // per-step outputs are [N, ...] and c_n is each row's at its own last
-  // step. lltm_sequence_backward computes what output_mask asks for (x, W,
-  // b, h0, c0), each else [0]: (d_x, d_W, d_b, d_h0, d_c0).
+  // (output [T, B, S] every step's h, h_n, c_n, gates [T, B, 3S], cells
+  // [T, B, S] every step's c, float for half / bfloat16), gates and cells
+  // kept for the backward; h_n [B, S] is output's last step in storage of its
+  // own, as nn.LSTM's; h0 or c0 None is zeros. With batch_sizes (a
+  // PackedSequence's), x is packed [N, F], step t runs on its first
+  // batch_sizes[t] rows, the per-step outputs are [N, ...] and h_n and c_n
+  // are each row's at its own last step. lltm_sequence_backward computes
+  // what output_mask asks for (x, W, b, h0, c0), each else [0]: (d_x, d_W,
+  // d_b, d_h0, d_c0).
   m.def(
       "lltm_sequence_forward(Tensor x, Tensor W, Tensor b, Tensor? h0, Tensor? c0, "
-      "int[]? batch_sizes=None) -> (Tensor, Tensor, Tensor, Tensor)");
+      "int[]? batch_sizes=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
   // lltm_sequence_inference: the forward with no backward to come, (output,
   // h_n, c_n), keeping neither gates nor cells; h_n [B, S] is each row's h
   // at its own last step.

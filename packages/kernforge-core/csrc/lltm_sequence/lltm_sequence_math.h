@@ -601,13 +601,18 @@ bool token_layers(const Tensor& x, const std::vector<Tensor>& weights,
 
 }  // namespace seq
 
-// The forward, keeping gates and cells for the backward.
+// The forward, keeping gates and cells for the backward: (output, h_n, c_n,
+// gates, cells); the recurrence writes h_n, each row's h at its own last
+// step (a tensor of its own, not a view of output: code written for
+// nn.LSTM detaches or overwrites h_n in place).
 template <class Backend>
-std::tuple<Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(
+std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_forward(
     const Tensor& x, const Tensor& W, const Tensor& b, const std::optional<Tensor>& h0,
     const std::optional<Tensor>& c0, std::optional<std::vector<int64_t>> batch_sizes) {
-  seq::SeqOut out = seq::forward<Backend>(x, W, b, h0, c0, batch_sizes, true);
-  return {out.output, out.c_n, out.gates, out.cells};
+  seq::SeqInto into;
+  into.make_h_n = true;
+  seq::SeqOut out = seq::forward<Backend>(x, W, b, h0, c0, batch_sizes, true, into);
+  return {out.output, out.h_n, out.c_n, out.gates, out.cells};
 }
 
 // The forward without a backward to come: (output, h_n, c_n), nothing kept;

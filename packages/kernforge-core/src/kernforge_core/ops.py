@@ -741,7 +741,6 @@ def lltm_sequence(
         c0 = xs.new_zeros((batch, state)) if c0 is None else c0
         return (output.transpose(0, 1) if batch_first else output), (h0, c0)
     output, h_n, c_n = _lltm_sequence_call(xs, weight, bias, h0, c0, None)
-    h_n = output[-1] if h_n is None else h_n
     return (output.transpose(0, 1) if batch_first else output), (h_n, c_n)
 
 
@@ -753,9 +752,8 @@ def _autocast(*tensors):
 
 def _lltm_sequence_call(x, weight, bias, h0, c0, batch_sizes):
     """(output, h_n, c_n) of the forward op, with autograd where a gradient
-    can flow, h_n then None (the caller takes it from output); else of the
-    inference op (an absent h0 or c0 goes to the op as None: zeros, with no
-    tensor made)."""
+    can flow; else of the inference op (an absent h0 or c0 goes to the op as
+    None: zeros, with no tensor made)."""
     grad = torch.is_grad_enabled() and (
         x.requires_grad
         or weight.requires_grad
@@ -766,8 +764,8 @@ def _lltm_sequence_call(x, weight, bias, h0, c0, batch_sizes):
     if _forward_ad._current_level >= 0:
         _tangents("lltm_sequence", x, weight, bias, h0, c0)  # raises on a tangent
     if grad or _tracing():
-        output, c_n, _, _ = _with_autograd("lltm_sequence_forward", x, weight, bias, h0, c0, batch_sizes)
-        return output, None, c_n
+        output, h_n, c_n, _, _ = _with_autograd("lltm_sequence_forward", x, weight, bias, h0, c0, batch_sizes)
+        return output, h_n, c_n
     # No backward to come: the op that keeps no gates or cells for one.
     with _below_autograd():
         return _ops.lltm_sequence_inference.default(x, weight, bias, h0, c0, batch_sizes)
@@ -780,10 +778,6 @@ def _lltm_sequence_packed(x, weight, bias, h0, c0, sizes: list[int]):
     if torch._C._is_any_autocast_enabled() and torch.is_autocast_enabled(x.device.type):
         x, weight, bias, h0, c0 = _autocast(x, weight, bias, h0, c0)
     output, h_n, c_n = _lltm_sequence_call(x, weight, bias, h0, c0, sizes)
-    if h_n is None:
-        # The reversing order's first row of each sequence is its last row.
-        last = _ops.packed_reversed_rows.default(x.detach(), sizes)[: sizes[0]]
-        h_n = output.index_select(0, last)
     return output, (h_n, c_n)
 
 
@@ -811,6 +805,7 @@ def _(x, W, b, h0, c0, batch_sizes=None):
     return (
         output,
         x.new_empty((batch, state)),
+        x.new_empty((batch, state)),
         x.new_empty(_sequence_shape(x, batch_sizes, 3 * state)),
         x.new_empty(_sequence_shape(x, batch_sizes, state), dtype=_cell_dtype(x.dtype)),
     )
@@ -824,15 +819,29 @@ def _(x, W, b, h0, c0, batch_sizes=None):
 
 def _lltm_sequence_setup(ctx, inputs, output):
     x, W, _, h0, _, batch_sizes = inputs
-    out, _, gates, cells = output
+    out, _, _, gates, cells = output
     ctx.save_for_backward(x, W, h0, out, cells, gates)
     ctx.batch_sizes = batch_sizes
     ctx.set_materialize_grads(False)  # gates and cells never get a gradient
 
 
-def _lltm_sequence_backward(ctx, grad_output, grad_cn, _grad_gates, _grad_cells):
+def _lltm_sequence_backward(ctx, grad_output, grad_hn, grad_cn, _grad_gates, _grad_cells):
     mask = list(ctx.needs_input_grad[:5])
-    grads = _call("lltm_sequence_backward", grad_output, grad_cn, *ctx.saved_tensors, mask, ctx.batch_sizes)
+    saved = ctx.saved_tensors
+    if grad_hn is not None:
+        # h_n is output's rows at each row's last step: its gradient joins output's there.
+        x, out, sizes = saved[0], saved[3], ctx.batch_sizes
+        grad = torch.zeros_like(out) if grad_output is None else grad_output.clone()
+        if sizes is None:
+            if grad_output is None:
+                grad[-1] = grad_hn
+            else:
+                grad[-1] += grad_hn
+        else:
+            # The reversing order's first row of each sequence is its last row.
+            grad.index_add_(0, _ops.packed_reversed_rows.default(x.detach(), sizes)[: sizes[0]], grad_hn)
+        grad_output = grad
+    grads = _call("lltm_sequence_backward", grad_output, grad_cn, *saved, mask, ctx.batch_sizes)
     return *(g if m else None for g, m in zip(grads, mask, strict=True)), None
 
 
@@ -945,9 +954,18 @@ def lltm_sequence_layers(
         x, (h, c) = lltm_sequence(x, W, b, h_0, c_0)
         h_n.append(h)
         c_n.append(c)
-    if len(h_n) == 1:  # no copies (two launches) for the common single layer
-        return x, (h_n[0].unsqueeze(0), c_n[0].unsqueeze(0))
+    if layers == 1 and x.shape[0] > 0:
+        # No copies (two launches) for the common single layer: its h_n and
+        # c_n are the op's, which nothing else holds, as [1, B, S] in their
+        # storage and not views, as nn.LSTM's are tensors of their own (code
+        # detaches them in place, which a view refuses).
+        return x, (_unsafe_view(h_n[0], (1, *h_n[0].shape)), _unsafe_view(c_n[0], (1, *c_n[0].shape)))
     return x, (torch.stack(h_n), torch.stack(c_n))
+
+
+# A tensor of another shape over the same storage that autograd does not
+# track as a view, for a tensor that nothing else holds.
+_unsafe_view = torch.ops.aten._unsafe_view.default
 
 
 @torch.library.register_fake("kernforge::lltm_sequence_layers_inference")

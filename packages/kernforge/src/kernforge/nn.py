@@ -187,7 +187,8 @@ class LLTMSequence(nn.Module):
         PackedSequence for one), h_n and c_n ``[D * num_layers, B, S]``,
         layer by layer, the forward direction first, as ``nn.LSTM``'s. Each
         sequence's h_n and c_n are taken at its own last step (forward) and
-        first step (reverse).
+        first step (reverse); they are tensors of their own, not views, so
+        they may be detached or changed in place.
 
     ``torch.jit.script`` compiles it for tensor and packed input, as
     ``nn.LSTM``: the scripted layer is called through the scripted model
@@ -465,11 +466,12 @@ class LLTMSequence(nn.Module):
         # parametrization makes them.
         params = self._parameters
         sizes, order = packed if packed is not None else (None, None)
-        stack = self.num_layers > 1 and not self.bidirectional and self.bias
-        if stack and sizes is None and not (self.training and self.dropout > 0):
+        stack = not self.bidirectional and self.bias
+        if stack and sizes is None and not (self.num_layers > 1 and self.training and self.dropout > 0):
             # Layers of one direction, no dropout between them: all layers in
             # one call (in one op call where no gradient can flow: a
-            # generated token pays one call's host time, not one per layer).
+            # generated token pays one call's host time, not one per layer;
+            # and h_n and c_n come as [L, B, S], not stacked).
             weights, biases = [], []
             for k, ((weight_name, bias_name, _),) in enumerate(self._names):
                 weight = params[weight_name] if weight_name in params else getattr(self, weight_name)
@@ -505,8 +507,13 @@ class LLTMSequence(nn.Module):
                 h_n.append(h)
                 c_n.append(c)
             x = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-1)
-        if len(h_n) == 1:  # no copies (two launches) for the common single layer
-            return x, h_n[0].unsqueeze(0), c_n[0].unsqueeze(0)
+        if len(h_n) == 1 and x.shape[0] > 0:
+            # A single layer, packed or without bias: no copies (two
+            # launches). Its h_n and c_n are the op's, which nothing else
+            # holds, as [1, B, S] in their storage and not views, as
+            # nn.LSTM's are tensors of their own (code detaches them in
+            # place, which a view refuses).
+            return x, _unsafe_view(h_n[0], (1, *h_n[0].shape)), _unsafe_view(c_n[0], (1, *c_n[0].shape))
         return x, torch.stack(h_n), torch.stack(c_n)
 
     def _state(self, hx, batch: int, batched: bool) -> tuple[Tensor | None, Tensor | None]:
@@ -641,10 +648,9 @@ class LLTMSequence(nn.Module):
         """_run under torch.jit.script: each layer and direction one call of
         the registered op (its autograd formula in training), over x [T, B,
         F], or packed data [N, F] with batch_sizes `sizes`."""
-        # packed: the order reversing each sequence (the reverse direction's
-        # input), whose first B rows are each sequence's last
+        # packed: the order reversing each sequence (the reverse direction's input)
         order: Tensor | None = None
-        if sizes is not None:
+        if sizes is not None and self.bidirectional:
             order = torch.ops.kernforge.packed_reversed_rows(x.detach(), sizes)
         directions = 2 if self.bidirectional else 1
         per = 2 if self.bias else 1
@@ -667,10 +673,9 @@ class LLTMSequence(nn.Module):
                 if d == 1:
                     xd = x.flip(0) if order is None else x.index_select(0, order)
                 if grad:
-                    out, c_last, _, _ = torch.ops.kernforge.lltm_sequence_forward(
+                    out, h_last, c_last, _, _ = torch.ops.kernforge.lltm_sequence_forward(
                         xd, weight, bias, h, c, sizes
                     )
-                    h_last = out[-1] if order is None else out.index_select(0, order[: c_last.size(0)])
                 else:
                     out, h_last, c_last = torch.ops.kernforge.lltm_sequence_inference(
                         xd, weight, bias, h, c, sizes
@@ -754,6 +759,9 @@ class LLTMSequence(nn.Module):
         return text
 
 
+# A tensor of another shape over the same storage that autograd does not
+# track as a view, for a tensor that nothing else holds.
+_unsafe_view = torch.ops.aten._unsafe_view.default
 # nn.LSTM's parameter names that LLTMSequence answers with views (both biases: its one bias)
 _LSTM_NAME = re.compile(r"(weight_ih|weight_hh|bias_ih|bias_hh)_l(\d+)(_reverse)?")
 
