@@ -402,12 +402,12 @@ MASKS = [[bool(m >> i & 1) for i in range(5)] for m in range(1, 32)]
 def test_output_mask(device, size):
     gen = torch.Generator().manual_seed(67)
     x, W, b, h0, c0 = _inputs(*size, torch.float32, device, gen)
-    out, _, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
-    go, gc = random(out.shape, torch.float32, device, gen), random(c_n.shape, torch.float32, device, gen)
+    out, h_n, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+    go, gh, gc = (random(t.shape, torch.float32, device, gen) for t in (out, h_n, c_n))
     saved = (x, W, h0, out, cells, gates)
-    full = torch.ops.kernforge.lltm_sequence_backward(go, gc, *saved, [True] * 5)
+    full = torch.ops.kernforge.lltm_sequence_backward(go, gh, gc, *saved, [True] * 5)
     for mask in MASKS:
-        got = torch.ops.kernforge.lltm_sequence_backward(go, gc, *saved, mask)
+        got = torch.ops.kernforge.lltm_sequence_backward(go, gh, gc, *saved, mask)
         for g, f, m in zip(got, full, mask, strict=True):
             torch.testing.assert_close(g, f if m else f.new_empty((0,)), rtol=0, atol=0)
 
@@ -417,16 +417,20 @@ def test_output_mask(device, size):
 @pytest.mark.parametrize(("batch", "state"), [(6, 7), (6, 600), (80, 9)], ids=str)
 def test_grad_output_of_any_strides(device, batch, state):
     # output.sum() hands the backward one value expanded (all strides 0); a
-    # gradient may also come transposed. Both read as their contiguous copy.
+    # gradient may also come transposed. Both read as their contiguous copy,
+    # as does a transposed gradient of h_n.
     gen = torch.Generator().manual_seed(71)
     x, W, b, h0, c0 = _inputs(5, batch, 4, state, torch.float32, device, gen)
     out, _, _, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
     saved = (x, W, h0, out, cells, gates)
     transposed = random((batch, 5, state), torch.float32, device, gen).transpose(0, 1)
     expanded = torch.tensor(0.7, device=device).expand(5, batch, state)
+    gh = random((state, batch), torch.float32, device, gen).T
     for go in (transposed, expanded):
-        got = torch.ops.kernforge.lltm_sequence_backward(go, None, *saved, [True] * 5)
-        want = torch.ops.kernforge.lltm_sequence_backward(go.contiguous(), None, *saved, [True] * 5)
+        got = torch.ops.kernforge.lltm_sequence_backward(go, gh, None, *saved, [True] * 5)
+        want = torch.ops.kernforge.lltm_sequence_backward(
+            go.contiguous(), gh.contiguous(), None, *saved, [True] * 5
+        )
         for g, w in zip(got, want, strict=True):
             torch.testing.assert_close(g, w, rtol=0, atol=0)
 
@@ -560,14 +564,16 @@ def test_opcheck(device, size):
     x, W, b, h0, c0 = (t.detach() for t in ins)
     torch.library.opcheck(torch.ops.kernforge.lltm_sequence_inference.default, (x, W, b, h0, c0))
     torch.library.opcheck(torch.ops.kernforge.lltm_sequence_inference.default, (x, W, b, None, None))
-    out, _, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
-    for go, gc, mask in [
-        (torch.randn_like(out), torch.randn_like(c_n), [True] * 5),
-        (None, torch.randn_like(c_n), [False, True, True, False, False]),
-        (torch.randn_like(out), None, [True, False, False, True, True]),
+    out, h_n, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+    for go, gh, gc, mask in [
+        (torch.randn_like(out), torch.randn_like(h_n), torch.randn_like(c_n), [True] * 5),
+        (None, None, torch.randn_like(c_n), [False, True, True, False, False]),
+        (None, torch.randn_like(h_n), None, [True, True, False, True, False]),
+        (torch.randn_like(out), None, None, [True, False, False, True, True]),
     ]:
         torch.library.opcheck(
-            torch.ops.kernforge.lltm_sequence_backward.default, (go, gc, x, W, h0, out, cells, gates, mask)
+            torch.ops.kernforge.lltm_sequence_backward.default,
+            (go, gh, gc, x, W, h0, out, cells, gates, mask),
         )
     # h0 and c0 absent (zeros)
     torch.library.opcheck(
@@ -577,7 +583,7 @@ def test_opcheck(device, size):
     out, _, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x.detach(), W.detach(), b, None, c0)
     torch.library.opcheck(
         torch.ops.kernforge.lltm_sequence_backward.default,
-        (torch.randn_like(out), None, x.detach(), W.detach(), None, out, cells, gates, [True] * 5),
+        (torch.randn_like(out), None, None, x.detach(), W.detach(), None, out, cells, gates, [True] * 5),
     )
 
 
@@ -1460,23 +1466,27 @@ def test_mixed_devices():
 
 def test_bad_backward_input(device):
     x, W, b, h0, c0 = (a.to(device) for a in (_t(5, 2, 3), _t(12, 7), _t(12), _t(2, 4), _t(2, 4)))
-    out, _, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
+    out, h_n, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
     op = torch.ops.kernforge.lltm_sequence_backward
     prefix = "kernforge::lltm_sequence_backward: "
     with pytest.raises(RuntimeError, match=re.escape(prefix + "output_mask must have 5 entries")):
-        op(out, c_n, x, W, h0, out, cells, gates, [True] * 4)
+        op(out, h_n, c_n, x, W, h0, out, cells, gates, [True] * 4)
     with pytest.raises(
         RuntimeError, match=re.escape(prefix + "output, cells and gates must be the forward's")
     ):
-        op(out, c_n, x, W, h0, out, cells, gates[:, :, :6], [True] * 5)
+        op(out, h_n, c_n, x, W, h0, out, cells, gates[:, :, :6], [True] * 5)
     with pytest.raises(RuntimeError, match=re.escape(prefix + "grad_output must be [T, B, S]")):
-        op(out[:2], c_n, x, W, h0, out, cells, gates, [True] * 5)
+        op(out[:2], h_n, c_n, x, W, h0, out, cells, gates, [True] * 5)
     with pytest.raises(RuntimeError, match=re.escape(prefix + "grad_cn must be [B, S]")):
-        op(out, c_n.T, x, W, h0, out, cells, gates, [True] * 5)
+        op(out, h_n, c_n.T, x, W, h0, out, cells, gates, [True] * 5)
     with pytest.raises(RuntimeError, match=re.escape(prefix + "h0 must be [B, S] or None")):
-        op(out, c_n, x, W, h0.T, out, cells, gates, [True] * 5)
+        op(out, h_n, c_n, x, W, h0.T, out, cells, gates, [True] * 5)
     with pytest.raises(RuntimeError, match=re.escape(prefix + "weight does not match x")):
-        op(out, c_n, x, W[:, :6], None, out, cells, gates, [True] * 5)
+        op(out, h_n, c_n, x, W[:, :6], None, out, cells, gates, [True] * 5)
+    with pytest.raises(RuntimeError, match=re.escape(prefix + "grad_hn must be [B, S]")):
+        op(out, h_n.T, c_n, x, W, h0, out, cells, gates, [True] * 5)
+    with pytest.raises(RuntimeError, match=re.escape(prefix + "expected tensors of one dtype") + ".*grad_hn"):
+        op(out, h_n.double(), c_n, x, W, h0, out, cells, gates, [True] * 5)
 
 
 # ----------------------------------------------------------------------------- packed sequences
@@ -1634,23 +1644,17 @@ def test_module_state_is_tensors_of_its_own(device, grad, layers, bidirectional,
 def test_packed_makes_one_call_per_layer_and_direction(device):
     # 16 sequences of 16 distinct lengths, 2 bidirectional layers: 4 forward
     # and 4 backward op calls, whatever the lengths (and the rows of the
-    # reverse direction's order, once; h_n's rows, once a backward that h_n's
-    # gradient reaches). The forward and inference ops make h_n themselves.
+    # reverse direction's order, once). The forward and inference ops make
+    # h_n themselves; the backward op takes h_n's gradient.
     gen = torch.Generator().manual_seed(95)
     model = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=True, device=device)
     seqs = [random((n, 4), torch.float32, device, gen) for n in range(1, 17)]
-    with _KernforgeCalls() as calls:
-        out, (h_n, c_n) = model(pack_sequence(seqs, enforce_sorted=False))
-        (out.data.sum() + h_n.sum() + c_n.sum()).backward()
-    backward = ["packed_reversed_rows", "lltm_sequence_backward"]
-    assert calls.names == ["packed_reversed_rows"] + ["lltm_sequence_forward"] * 4 + backward * 4
-    with _KernforgeCalls() as calls:
-        out, _ = model(pack_sequence(seqs, enforce_sorted=False))
-        out.data.sum().backward()
-    assert (
-        calls.names
-        == ["packed_reversed_rows"] + ["lltm_sequence_forward"] * 4 + ["lltm_sequence_backward"] * 4
-    )
+    forward = ["packed_reversed_rows"] + ["lltm_sequence_forward"] * 4
+    for with_state in (True, False):
+        with _KernforgeCalls() as calls:
+            out, (h_n, c_n) = model(pack_sequence(seqs, enforce_sorted=False))
+            (out.data.sum() + (h_n.sum() + c_n.sum() if with_state else 0)).backward()
+        assert calls.names == forward + ["lltm_sequence_backward"] * 4, with_state
     with _KernforgeCalls() as calls, torch.no_grad():
         model(pack_sequence(seqs, enforce_sorted=False))
     assert calls.names == ["packed_reversed_rows"] + ["lltm_sequence_inference"] * 4

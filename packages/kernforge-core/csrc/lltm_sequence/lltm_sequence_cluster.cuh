@@ -403,13 +403,14 @@ __global__ void __launch_bounds__(kThreads)
   // partials land.
   const bool owner = static_cast<int>(threadIdx.x) < units * B;
   const int ob = threadIdx.x / units, oj = threadIdx.x % units;
-  // Packed, a row takes part from its own last step down (Bt rows at step t).
+  // Packed, a row takes part from its own last step down (Bt rows at step
+  // t), where grad_hn joins its grad_output.
   float dh = 0.0f, dc = 0.0f, in[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d_b[3] = {0.0f, 0.0f, 0.0f};
   const int last = P ? step_rows(a, T - 1) : B;
   if (owner) {
     dc = a.grad_cn ? a.grad_cn[ob * S + j0 + oj] : 0.0f;
     if (ob < last) {
-      dh = step_grad_output(a, T - 1, ob, j0 + oj);
+      dh = step_grad_h(a, T - 1, ob, j0 + oj, true);
       step_saved(a, T - 1, ob, j0 + oj, in);
     }
   }
@@ -453,7 +454,7 @@ __global__ void __launch_bounds__(kThreads)
     float go = 0.0f;
     if (owner && ob < Bp) {
       step_saved(a, t - 1, ob, j0 + oj, in);
-      go = step_grad_output(a, t - 1, ob, j0 + oj);
+      go = step_grad_h(a, t - 1, ob, j0 + oj, ob >= Bt);
     }
     __syncthreads();  // dl read: the owners write it next
     // Step t's partials have landed; buffer t & 1 next receives step t - 2's.

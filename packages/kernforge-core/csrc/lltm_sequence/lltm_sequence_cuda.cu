@@ -309,6 +309,7 @@ struct CudaSequence {
           const auto make = [&](const cuda_seq::Plan& plan, bool cluster) {
             return cuda_seq::BackwardArgs<scalar_t, P>{
                 static_cast<const scalar_t*>(r.grad_output),
+                static_cast<const scalar_t*>(r.grad_hn),
                 static_cast<const scalar_t*>(r.gates),
                 static_cast<const scalar_t*>(r.W),
                 r.grad_output_strides[0],

@@ -66,7 +66,8 @@ struct SeqStepBackward {
 // instead and P left unwritten), bias, W [3S, ldw] (W_h its first S columns), h0,
 // c0 (cell type; either null: zeros) -> gates, cells, output. Backward: grad_output [T, B, S]
 // (of any strides, in elements: autograd's gradient of output.sum() is one
-// value expanded) and grad_cn [B, S] (either may be null: zero), gates,
+// value expanded), grad_hn [B, S] (joining grad_output at each row's last
+// step) and grad_cn [B, S] (each may be null: zero), gates,
 // cells, W -> d_gates [T, B, 3S] and, unless null, d_c0 (cell type), d_h0
 // and d_b [3S] (which the backend may leave to the driver: SeqRan). The
 // forward also writes c_n [B, S] in the input dtype, and h_n [B, S] where
@@ -106,7 +107,7 @@ struct TokenBuffers {
 };
 
 struct SeqRecurrenceBackward {
-  const void *grad_output, *grad_cn, *gates, *cells, *W;
+  const void *grad_output, *grad_hn, *grad_cn, *gates, *cells, *W;
   std::array<int64_t, 3> grad_output_strides;
   void *d_gates, *d_h0, *d_c0, *d_b;
   const int64_t* offsets;  // as the forward's
@@ -341,10 +342,10 @@ inline Tensor packed_rows(const Tensor& index, const SeqSteps& st) {
 
 // The backward's saved tensors and incoming gradients, as the forward made
 // them (the op's schema is public: a clear error for what it did not make).
-inline SeqSteps check_backward(const Tensor* grad_output, const Tensor* grad_cn, const Tensor& x,
-                               const Tensor& W, const Tensor* h0, const Tensor& output,
-                               const Tensor& cells, const Tensor& gates,
-                               const std::vector<bool>& mask,
+inline SeqSteps check_backward(const Tensor* grad_output, const Tensor* grad_hn,
+                               const Tensor* grad_cn, const Tensor& x, const Tensor& W,
+                               const Tensor* h0, const Tensor& output, const Tensor& cells,
+                               const Tensor& gates, const std::vector<bool>& mask,
                                const std::optional<std::vector<int64_t>>& sizes) {
   const char* op = "lltm_sequence_backward";
   if (mask.size() != 5)
@@ -383,6 +384,10 @@ inline SeqSteps check_backward(const Tensor* grad_output, const Tensor* grad_cn,
     check_compatible(op, Dtypes::Floating, {{"x", &x}, {"grad_output", grad_output}});
     if (!rows_of(*grad_output, S))
       fail(op, "grad_output must be [T, B, S] (packed: [N, S])", {{"grad_output", grad_output}});
+  }
+  if (grad_hn) {
+    check_compatible(op, Dtypes::Floating, {{"x", &x}, {"grad_hn", grad_hn}});
+    if (!shape_is(*grad_hn, {B, S})) fail(op, "grad_hn must be [B, S]", {{"grad_hn", grad_hn}});
   }
   if (grad_cn) {
     check_compatible(op, Dtypes::Floating, {{"x", &x}, {"grad_cn", grad_cn}});
@@ -715,16 +720,17 @@ std::tuple<Tensor, Tensor, Tensor> lltm_sequence_layers_inference(const Tensor& 
 
 // The backward: what output_mask (x, weight, bias, h0, c0) asks for, each
 // else [0]: (d_x [T, B, F] (packed: [N, F]), d_W, d_b, d_h0, d_c0).
-// grad_output and grad_cn may be absent (zero).
+// grad_output, grad_hn and grad_cn may be absent (zero).
 template <class Backend>
 std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
-    const std::optional<Tensor>& grad_output, const std::optional<Tensor>& grad_cn, const Tensor& x,
-    const Tensor& W, const std::optional<Tensor>& h0, const Tensor& output, const Tensor& cells,
-    const Tensor& gates, std::vector<bool> output_mask,
-    std::optional<std::vector<int64_t>> batch_sizes) {
+    const std::optional<Tensor>& grad_output, const std::optional<Tensor>& grad_hn,
+    const std::optional<Tensor>& grad_cn, const Tensor& x, const Tensor& W,
+    const std::optional<Tensor>& h0, const Tensor& output, const Tensor& cells, const Tensor& gates,
+    std::vector<bool> output_mask, std::optional<std::vector<int64_t>> batch_sizes) {
   const SeqSteps st =
-      seq::check_backward(grad_output ? &*grad_output : nullptr, grad_cn ? &*grad_cn : nullptr, x,
-                          W, h0 ? &*h0 : nullptr, output, cells, gates, output_mask, batch_sizes);
+      seq::check_backward(grad_output ? &*grad_output : nullptr, grad_hn ? &*grad_hn : nullptr,
+                          grad_cn ? &*grad_cn : nullptr, x, W, h0 ? &*h0 : nullptr, output, cells,
+                          gates, output_mask, batch_sizes);
   const bool need_x = output_mask[0], need_W = output_mask[1], need_b = output_mask[2],
              need_h0 = output_mask[3], need_c0 = output_mask[4];
   const ScalarType dtype = x.scalar_type(), cell = cell_dtype(dtype);
@@ -736,6 +742,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
   // dh and d_c0 made here only where asked for: the stepping below makes them.
   Tensor dh = need_h0 ? empty(x, {B, S}) : Tensor();
   Tensor d_c0 = need_c0 ? seq::empty_cells(x, {B, S}) : Tensor();
+  const Tensor ghn = grad_hn ? detail::contiguous(*grad_hn) : Tensor();
   const Tensor gcn = grad_cn ? detail::contiguous(seq::as_dtype(*grad_cn, cell)) : Tensor();
   const Tensor gatesc = detail::contiguous(gates), cellsc = detail::contiguous(cells);
   // Each output in storage of its own (outputs may not alias), [0] when not
@@ -756,6 +763,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
                          ? SeqRan{}
                          : Backend::recurrence(SeqRecurrenceBackward{
                                grad_output ? grad_output->data_ptr() : nullptr,
+                               ghn.defined() ? ghn.data_ptr() : nullptr,
                                gcn.defined() ? gcn.data_ptr() : nullptr,
                                gatesc.data_ptr(),
                                cellsc.data_ptr(),
@@ -778,10 +786,13 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
     if (!need_c0) d_c0 = seq::empty_cells(x, {B, S});
     const std::array<Tensor, 2> dc{d_c0, seq::empty_cells(x, {B, S})};
     if (packed) {
-      // A row joins at its own last step, with no gradient of h from the
-      // steps after it and grad_cn for its cell: rows past B_t are never
-      // written before step t, so they keep what is set here.
-      torch::stable::zero_(dh);
+      // A row joins at its own last step, with grad_hn as the gradient of
+      // h from the steps after it and grad_cn for its cell: rows past B_t
+      // are never written before step t, so they keep what is set here.
+      if (ghn.defined())
+        torch::stable::copy_(dh, ghn);
+      else
+        torch::stable::zero_(dh);
       for (const Tensor& d : dc) {
         Tensor to = d;
         if (gcn.defined())
@@ -793,10 +804,13 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
     const Tensor W_h = seq::view(W, 0, {3 * S, S}, {W.stride(0), W.stride(1)});
     for (int64_t t = T - 1; t >= 0; --t) {
       const int64_t rows_t = st.rows(t), row = st.offset(t);
-      // The gradient of h_t: grad_output_t, plus d_gates_{t+1} W_h below the
-      // last step; of c_t: grad_cn at the last step, else the step after's.
+      // The gradient of h_t: grad_output_t, plus grad_hn at the last step,
+      // else d_gates_{t+1} W_h; of c_t: grad_cn at the last step, else the
+      // step after's.
       const bool first = t == T - 1 && !packed;
-      SeqStepBackward p{first ? nullptr : dh.data_ptr(),
+      SeqStepBackward p{!first          ? dh.data_ptr()
+                        : ghn.defined() ? ghn.data_ptr()
+                                        : nullptr,
                         !first          ? dc[(t + 1) & 1].data_ptr()
                         : gcn.defined() ? gcn.data_ptr()
                                         : nullptr,

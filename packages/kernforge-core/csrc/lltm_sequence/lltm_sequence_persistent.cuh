@@ -646,13 +646,14 @@ struct ForwardArgs {
 template <class scalar_t, bool Packed = false>
 struct BackwardArgs {
   static constexpr bool kPacked = Packed;
-  const scalar_t *grad_output, *gates, *W;  // grad_output may be null (zero)
-  int64_t go_t, go_b, go_s;                 // grad_output's strides
-  const float *grad_cn, *cells;             // grad_cn may be null (zero)
-  scalar_t *d_gates, *d_h0;                 // d_h0 null: not asked for
-  float* d_c0;                              // null: not asked for
-  scalar_t* d_b;                            // written by the cluster kernel where not null
-  const int64_t* offsets;                   // as the forward's; packed: go_t is 0
+  const scalar_t *grad_output, *grad_hn;  // either may be null (zero)
+  const scalar_t *gates, *W;
+  int64_t go_t, go_b, go_s;      // grad_output's strides
+  const float *grad_cn, *cells;  // grad_cn may be null (zero)
+  scalar_t *d_gates, *d_h0;      // d_h0 null: not asked for
+  float* d_c0;                   // null: not asked for
+  scalar_t* d_b;                 // written by the cluster kernel where not null
+  const int64_t* offsets;        // as the forward's; packed: go_t is 0
   int64_t ldw;
   int T, batch, S;
   Plan plan;
@@ -770,6 +771,16 @@ __device__ inline float step_grad_output(const BackwardArgs<scalar_t, P>& a, int
   if (!a.grad_output) return 0.0f;
   const int64_t at = P ? (step_row(a, t) + b) * a.go_b : t * a.go_t + b * a.go_b;
   return static_cast<float>(a.grad_output[at + s * a.go_s]);
+}
+
+// The gradient of h_t from outside the recurrence: grad_output's, and
+// grad_hn's too where t is row b's last step.
+template <class scalar_t, bool P>
+__device__ inline float step_grad_h(const BackwardArgs<scalar_t, P>& a, int t, int b, int s,
+                                    bool last) {
+  const float g = step_grad_output(a, t, b, s);
+  return last && a.grad_hn ? g + static_cast<float>(a.grad_hn[static_cast<int64_t>(b) * a.S + s])
+                           : g;
 }
 
 // One element's backward gate pass from g_t (dh), the cell's gradient and
@@ -951,8 +962,8 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
                     S % 4 == 0 && p.kp % 4 == 0 && reinterpret_cast<uintptr_t>(a.d_gates) % 16 == 0;
   load_backward_weights(ws, a.W, a.ldw, S, j0, units, p);
   // Packed, step t runs on the block's rows below B_t (Rt of them), more
-  // as t goes down: a row joins at its own last step, with grad_output
-  // alone as its g and grad_cn as its cell's gradient.
+  // as t goes down: a row joins at its own last step, with grad_output and
+  // grad_hn as its g and grad_cn as its cell's gradient.
   const auto active = [&](int t) { return P ? max(0, min(R, step_rows(a, t) - r0)) : R; };
   if (bulk) {
     // Rows at and past a step's Rt stay zero: a bulk copy writes rows
@@ -964,7 +975,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
   const int last = active(a.T - 1);
   for (int idx = threadIdx.x; idx < units * R; idx += blockDim.x) {
     const int b = idx / units, j = idx - b * units;
-    dh[j * RB + b] = b < last ? step_grad_output(a, a.T - 1, r0 + b, j0 + j) : 0.0f;
+    dh[j * RB + b] = b < last ? step_grad_h(a, a.T - 1, r0 + b, j0 + j, true) : 0.0f;
     dc[j * RB + b] = a.grad_cn ? a.grad_cn[(r0 + b) * S + j0 + j] : 0.0f;
   }
   const Item it = item_of(p);
@@ -995,7 +1006,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
     if (lane == 0 && jt < units && t > 0)
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
-        if (b0 + r < Rp) go[r] = step_grad_output(a, t - 1, r0 + b0 + r, j0 + jt);
+        if (b0 + r < Rp) go[r] = step_grad_h(a, t - 1, r0 + b0 + r, j0 + jt, b0 + r >= Rt);
     grid.sync();
     float acc[1][kRows];
     const scalar_t* d_gates = a.d_gates + (step_row(a, t) + r0) * 3 * S;

@@ -202,7 +202,7 @@ def lltm_sequence(x, W, b, h0, c0, steps: bool = True, batch_sizes=None) -> None
 
 
 def lltm_sequence_backward(
-    grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=None
+    grad_output, grad_hn, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=None
 ) -> None:
     """The backward's arguments as the forward made them (h0 None: zeros);
     mirrors seq::check_backward."""
@@ -243,10 +243,11 @@ def lltm_sequence_backward(
         compatible(op, FLOATING, x=x, grad_output=grad_output)
         if tuple(grad_output.shape) != (*lead, state):
             fail(op, "grad_output must be [T, B, S] (packed: [N, S])", grad_output=grad_output)
-    if grad_cn is not None:
-        compatible(op, FLOATING, x=x, grad_cn=grad_cn)
-        if tuple(grad_cn.shape) != (batch, state):
-            fail(op, "grad_cn must be [B, S]", grad_cn=grad_cn)
+    for name, grad in (("grad_hn", grad_hn), ("grad_cn", grad_cn)):
+        if grad is not None:
+            compatible(op, FLOATING, x=x, **{name: grad})
+            if tuple(grad.shape) != (batch, state):
+                fail(op, f"{name} must be [B, S]", **{name: grad})
 
 
 def lltm_sequence_layers(x, weights, biases, h0, c0, op: str = "lltm_sequence_layers_inference") -> None:

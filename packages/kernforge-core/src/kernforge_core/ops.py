@@ -827,21 +827,9 @@ def _lltm_sequence_setup(ctx, inputs, output):
 
 def _lltm_sequence_backward(ctx, grad_output, grad_hn, grad_cn, _grad_gates, _grad_cells):
     mask = list(ctx.needs_input_grad[:5])
-    saved = ctx.saved_tensors
-    if grad_hn is not None:
-        # h_n is output's rows at each row's last step: its gradient joins output's there.
-        x, out, sizes = saved[0], saved[3], ctx.batch_sizes
-        grad = torch.zeros_like(out) if grad_output is None else grad_output.clone()
-        if sizes is None:
-            if grad_output is None:
-                grad[-1] = grad_hn
-            else:
-                grad[-1] += grad_hn
-        else:
-            # The reversing order's first row of each sequence is its last row.
-            grad.index_add_(0, _ops.packed_reversed_rows.default(x.detach(), sizes)[: sizes[0]], grad_hn)
-        grad_output = grad
-    grads = _call("lltm_sequence_backward", grad_output, grad_cn, *saved, mask, ctx.batch_sizes)
+    grads = _call(
+        "lltm_sequence_backward", grad_output, grad_hn, grad_cn, *ctx.saved_tensors, mask, ctx.batch_sizes
+    )
     return *(g if m else None for g, m in zip(grads, mask, strict=True)), None
 
 
@@ -850,9 +838,9 @@ _no_double_backward("lltm_sequence")
 
 
 @torch.library.register_fake("kernforge::lltm_sequence_backward")
-def _(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=None):
+def _(grad_output, grad_hn, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=None):
     _checks.lltm_sequence_backward(
-        grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=batch_sizes
+        grad_output, grad_hn, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=batch_sizes
     )
     batch = batch_sizes[0] if batch_sizes is not None else x.shape[1]
     state = W.shape[0] // 3
