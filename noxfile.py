@@ -30,6 +30,7 @@ installs torch ``cpu-default`` from ci/matrix.toml.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shlex
@@ -300,7 +301,7 @@ def test_cpu(session: nox.Session) -> None:
     session.install(*BUILD_DEPS, *TEST_DEPS)
     session.env["KERNFORGE_CUDA"] = "0"
     _install_packages(session)
-    session.env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(INDUCTOR_CACHE))
+    session.env.setdefault("TORCHINDUCTOR_CACHE_DIR", _inductor_cache())
     workers = _workers(session.posargs)
     session.run("python", "-m", "pytest", "tests", "-m", "not cuda", *workers, *session.posargs)
 
@@ -312,7 +313,7 @@ def test_cuda(session: nox.Session) -> None:
     arguments go to pytest."""
     wheels, pytest_args = _split_wheels_arg(session)
     _prepare_cuda_session(session, wheels)
-    session.env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(INDUCTOR_CACHE))
+    session.env.setdefault("TORCHINDUCTOR_CACHE_DIR", _inductor_cache())
     session.run(
         "python", "-m", "pytest", "tests", "-m", "not slow", *_workers(pytest_args, gpu=True), *pytest_args,
         env=_spread_env(),
@@ -373,6 +374,29 @@ def sanitize(session: nox.Session) -> None:
 # later run finds them (a warm run of tests/core/test_fusion.py took 81 s
 # against 104 s cold on 2 cores).
 INDUCTOR_CACHE = ROOT / ".nox" / "inductor-cache"
+
+
+def _inductor_cache() -> str:
+    """INDUCTOR_CACHE's folder for the ops as they are registered now. A cached
+    backward graph calls the ops with the arguments their schemas had when it
+    was compiled, and the caches' keys do not cover a custom op's schema: after
+    a schema change, a stale entry fails the compile tests. So the folder is
+    named by a hash of the schemas and the Python registrations, and the others
+    are removed."""
+    core = ROOT / "packages" / "kernforge-core"
+    digest = hashlib.sha256()
+    for path in [core / "csrc" / "registration.cpp", *sorted((core / "src" / "kernforge_core").glob("*.py"))]:
+        digest.update(path.read_bytes())
+    folder = INDUCTOR_CACHE / digest.hexdigest()[:16]
+    if INDUCTOR_CACHE.is_dir():
+        for old in INDUCTOR_CACHE.iterdir():
+            if old == folder:
+                continue
+            if old.is_dir():
+                shutil.rmtree(old)
+            else:
+                old.unlink()
+    return str(folder)
 
 
 def _workers(args: list[str], gpu: bool = False) -> list[str]:
