@@ -6,6 +6,7 @@ torch.compile, CUDA graphs, autocast, packed sequences, and bad input."""
 from __future__ import annotations
 
 import copy
+import itertools
 import pickle
 import random as _random
 import re
@@ -405,11 +406,43 @@ def test_output_mask(device, size):
     out, h_n, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0)
     go, gh, gc = (random(t.shape, torch.float32, device, gen) for t in (out, h_n, c_n))
     saved = (x, W, h0, out, cells, gates)
-    full = torch.ops.kernforge.lltm_sequence_backward(go, gh, gc, *saved, [True] * 5)
+    full = torch.ops.kernforge.lltm_sequence_backward(go, gc, *saved, [True] * 5, grad_hn=gh)
     for mask in MASKS:
-        got = torch.ops.kernforge.lltm_sequence_backward(go, gh, gc, *saved, mask)
+        got = torch.ops.kernforge.lltm_sequence_backward(go, gc, *saved, mask, grad_hn=gh)
         for g, f, m in zip(got, full, mask, strict=True):
             torch.testing.assert_close(g, f if m else f.new_empty((0,)), rtol=0, atol=0)
+
+
+# h_n's gradient is the output's at each row's last step: the backward op
+# given grad_hn equals it given the output's gradient with grad_hn added
+# there, fixed-length and packed, on CUDA on the cluster, the grid and
+# cuBLAS per step. (A call without grad_hn, the schema's older form, is
+# the second one.)
+@pytest.mark.sanitize
+@pytest.mark.parametrize("packed", [False, True], ids=["fixed", "packed"])
+@pytest.mark.parametrize(("batch", "state"), [(6, 7), (16, 128), (6, 600), (600, 9)], ids=str)
+def test_grad_hn_joins_the_output_gradient_at_each_rows_last_step(device, packed, batch, state):
+    gen = torch.Generator().manual_seed(73)
+    if packed:
+        x, sizes, (W, b, h0, c0) = _packed_inputs(batch, 4, state, 5, torch.float32, device, gen)
+    else:
+        x, W, b, h0, c0 = _inputs(5, batch, 4, state, torch.float32, device, gen)
+        sizes = None
+    out, h_n, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x, W, b, h0, c0, sizes)
+    go, gh, gc = (random(t.shape, torch.float32, device, gen) for t in (out, h_n, c_n))
+    saved = (x, W, h0, out, cells, gates, [True] * 5, sizes)
+    folded = go.clone()
+    if packed:
+        offsets = [0, *itertools.accumulate(sizes)]
+        for row in range(batch):
+            last = sum(n > row for n in sizes) - 1
+            folded[offsets[last] + row] += gh[row]
+    else:
+        folded[-1] += gh
+    got = torch.ops.kernforge.lltm_sequence_backward(go, gc, *saved, grad_hn=gh)
+    want = torch.ops.kernforge.lltm_sequence_backward(folded, gc, *saved)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w)
 
 
 @pytest.mark.sanitize
@@ -427,9 +460,9 @@ def test_grad_output_of_any_strides(device, batch, state):
     expanded = torch.tensor(0.7, device=device).expand(5, batch, state)
     gh = random((state, batch), torch.float32, device, gen).T
     for go in (transposed, expanded):
-        got = torch.ops.kernforge.lltm_sequence_backward(go, gh, None, *saved, [True] * 5)
+        got = torch.ops.kernforge.lltm_sequence_backward(go, None, *saved, [True] * 5, grad_hn=gh)
         want = torch.ops.kernforge.lltm_sequence_backward(
-            go.contiguous(), gh.contiguous(), None, *saved, [True] * 5
+            go.contiguous(), None, *saved, [True] * 5, grad_hn=gh.contiguous()
         )
         for g, w in zip(got, want, strict=True):
             torch.testing.assert_close(g, w, rtol=0, atol=0)
@@ -446,7 +479,7 @@ def test_autograd_asks_only_for_needed_gradients(device, needs, monkeypatch):
     route = routes["lltm_sequence_backward"]
 
     def recording(*args):  # the backward op, recording its mask
-        masks.append(list(args[-2]))  # output_mask, then batch_sizes
+        masks.append(list(args[-3]))  # output_mask, then batch_sizes and grad_hn
         return route.op(*args)
 
     monkeypatch.setitem(routes, "lltm_sequence_backward", route._replace(op=recording))
@@ -573,7 +606,8 @@ def test_opcheck(device, size):
     ]:
         torch.library.opcheck(
             torch.ops.kernforge.lltm_sequence_backward.default,
-            (go, gh, gc, x, W, h0, out, cells, gates, mask),
+            (go, gc, x, W, h0, out, cells, gates, mask),
+            {"grad_hn": gh},
         )
     # h0 and c0 absent (zeros)
     torch.library.opcheck(
@@ -583,7 +617,7 @@ def test_opcheck(device, size):
     out, _, c_n, gates, cells = torch.ops.kernforge.lltm_sequence_forward(x.detach(), W.detach(), b, None, c0)
     torch.library.opcheck(
         torch.ops.kernforge.lltm_sequence_backward.default,
-        (torch.randn_like(out), None, None, x.detach(), W.detach(), None, out, cells, gates, [True] * 5),
+        (torch.randn_like(out), None, x.detach(), W.detach(), None, out, cells, gates, [True] * 5),
     )
 
 
@@ -1470,23 +1504,23 @@ def test_bad_backward_input(device):
     op = torch.ops.kernforge.lltm_sequence_backward
     prefix = "kernforge::lltm_sequence_backward: "
     with pytest.raises(RuntimeError, match=re.escape(prefix + "output_mask must have 5 entries")):
-        op(out, h_n, c_n, x, W, h0, out, cells, gates, [True] * 4)
+        op(out, c_n, x, W, h0, out, cells, gates, [True] * 4)
     with pytest.raises(
         RuntimeError, match=re.escape(prefix + "output, cells and gates must be the forward's")
     ):
-        op(out, h_n, c_n, x, W, h0, out, cells, gates[:, :, :6], [True] * 5)
+        op(out, c_n, x, W, h0, out, cells, gates[:, :, :6], [True] * 5)
     with pytest.raises(RuntimeError, match=re.escape(prefix + "grad_output must be [T, B, S]")):
-        op(out[:2], h_n, c_n, x, W, h0, out, cells, gates, [True] * 5)
+        op(out[:2], c_n, x, W, h0, out, cells, gates, [True] * 5)
     with pytest.raises(RuntimeError, match=re.escape(prefix + "grad_cn must be [B, S]")):
-        op(out, h_n, c_n.T, x, W, h0, out, cells, gates, [True] * 5)
+        op(out, c_n.T, x, W, h0, out, cells, gates, [True] * 5)
     with pytest.raises(RuntimeError, match=re.escape(prefix + "h0 must be [B, S] or None")):
-        op(out, h_n, c_n, x, W, h0.T, out, cells, gates, [True] * 5)
+        op(out, c_n, x, W, h0.T, out, cells, gates, [True] * 5)
     with pytest.raises(RuntimeError, match=re.escape(prefix + "weight does not match x")):
-        op(out, h_n, c_n, x, W[:, :6], None, out, cells, gates, [True] * 5)
+        op(out, c_n, x, W[:, :6], None, out, cells, gates, [True] * 5)
     with pytest.raises(RuntimeError, match=re.escape(prefix + "grad_hn must be [B, S]")):
-        op(out, h_n.T, c_n, x, W, h0, out, cells, gates, [True] * 5)
+        op(out, c_n, x, W, h0, out, cells, gates, [True] * 5, grad_hn=h_n.T)
     with pytest.raises(RuntimeError, match=re.escape(prefix + "expected tensors of one dtype") + ".*grad_hn"):
-        op(out, h_n.double(), c_n, x, W, h0, out, cells, gates, [True] * 5)
+        op(out, c_n, x, W, h0, out, cells, gates, [True] * 5, grad_hn=h_n.double())
 
 
 # ----------------------------------------------------------------------------- packed sequences

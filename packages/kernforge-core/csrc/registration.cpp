@@ -29,8 +29,10 @@ STABLE_TORCH_LIBRARY(kernforge, m) {
   // batch_sizes[t] rows, the per-step outputs are [N, ...] and h_n and c_n
   // are each row's at its own last step. lltm_sequence_backward computes
   // what output_mask asks for (x, W, b, h0, c0), each else [0]: (d_x, d_W,
-  // d_b, d_h0, d_c0), from the gradients of output, h_n and c_n (each
-  // None: zero).
+  // d_b, d_h0, d_c0), from the gradients of output, c_n and h_n (each
+  // None: zero). grad_hn comes last, with a default: a new argument at the
+  // end keeps calls made to the older schema working, as torch's own
+  // schemas evolve (graphs that torch.compile cached on disk hold them).
   m.def(
       "lltm_sequence_forward(Tensor x, Tensor W, Tensor b, Tensor? h0, Tensor? c0, "
       "int[]? batch_sizes=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
@@ -48,9 +50,9 @@ STABLE_TORCH_LIBRARY(kernforge, m) {
       "lltm_sequence_layers_inference(Tensor x, Tensor[] weights, Tensor[] biases, Tensor? h0, "
       "Tensor? c0) -> (Tensor, Tensor, Tensor)");
   m.def(
-      "lltm_sequence_backward(Tensor? grad_output, Tensor? grad_hn, Tensor? grad_cn, Tensor x, "
-      "Tensor W, Tensor? h0, Tensor output, Tensor cells, Tensor gates, bool[5] output_mask, "
-      "int[]? batch_sizes=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
+      "lltm_sequence_backward(Tensor? grad_output, Tensor? grad_cn, Tensor x, Tensor W, "
+      "Tensor? h0, Tensor output, Tensor cells, Tensor gates, bool[5] output_mask, "
+      "int[]? batch_sizes=None, Tensor? grad_hn=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
   // packed_reversed_rows: the row order (int64 [N], on x's device) that
   // reverses each sequence of packed x [N, F] within its own length.
   m.def("packed_reversed_rows(Tensor x, int[] batch_sizes) -> Tensor");

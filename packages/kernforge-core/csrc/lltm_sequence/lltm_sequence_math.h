@@ -720,13 +720,13 @@ std::tuple<Tensor, Tensor, Tensor> lltm_sequence_layers_inference(const Tensor& 
 
 // The backward: what output_mask (x, weight, bias, h0, c0) asks for, each
 // else [0]: (d_x [T, B, F] (packed: [N, F]), d_W, d_b, d_h0, d_c0).
-// grad_output, grad_hn and grad_cn may be absent (zero).
+// grad_output, grad_cn and grad_hn may be absent (zero).
 template <class Backend>
 std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> lltm_sequence_backward(
-    const std::optional<Tensor>& grad_output, const std::optional<Tensor>& grad_hn,
-    const std::optional<Tensor>& grad_cn, const Tensor& x, const Tensor& W,
-    const std::optional<Tensor>& h0, const Tensor& output, const Tensor& cells, const Tensor& gates,
-    std::vector<bool> output_mask, std::optional<std::vector<int64_t>> batch_sizes) {
+    const std::optional<Tensor>& grad_output, const std::optional<Tensor>& grad_cn, const Tensor& x,
+    const Tensor& W, const std::optional<Tensor>& h0, const Tensor& output, const Tensor& cells,
+    const Tensor& gates, std::vector<bool> output_mask,
+    std::optional<std::vector<int64_t>> batch_sizes, const std::optional<Tensor>& grad_hn) {
   const SeqSteps st =
       seq::check_backward(grad_output ? &*grad_output : nullptr, grad_hn ? &*grad_hn : nullptr,
                           grad_cn ? &*grad_cn : nullptr, x, W, h0 ? &*h0 : nullptr, output, cells,

@@ -202,7 +202,7 @@ def lltm_sequence(x, W, b, h0, c0, steps: bool = True, batch_sizes=None) -> None
 
 
 def lltm_sequence_backward(
-    grad_output, grad_hn, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=None
+    grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=None, grad_hn=None
 ) -> None:
     """The backward's arguments as the forward made them (h0 None: zeros);
     mirrors seq::check_backward."""

@@ -828,7 +828,7 @@ def _lltm_sequence_setup(ctx, inputs, output):
 def _lltm_sequence_backward(ctx, grad_output, grad_hn, grad_cn, _grad_gates, _grad_cells):
     mask = list(ctx.needs_input_grad[:5])
     grads = _call(
-        "lltm_sequence_backward", grad_output, grad_hn, grad_cn, *ctx.saved_tensors, mask, ctx.batch_sizes
+        "lltm_sequence_backward", grad_output, grad_cn, *ctx.saved_tensors, mask, ctx.batch_sizes, grad_hn
     )
     return *(g if m else None for g, m in zip(grads, mask, strict=True)), None
 
@@ -838,9 +838,9 @@ _no_double_backward("lltm_sequence")
 
 
 @torch.library.register_fake("kernforge::lltm_sequence_backward")
-def _(grad_output, grad_hn, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=None):
+def _(grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=None, grad_hn=None):
     _checks.lltm_sequence_backward(
-        grad_output, grad_hn, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes=batch_sizes
+        grad_output, grad_cn, x, W, h0, output, cells, gates, output_mask, batch_sizes, grad_hn
     )
     batch = batch_sizes[0] if batch_sizes is not None else x.shape[1]
     state = W.shape[0] // 3
