@@ -49,7 +49,12 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # a batch above them (cuBLAS per step). Past four steps, the forward splits
 # a batch too large for one cluster over clusters of its rows: 5 clusters of
 # 8 rows, the last of one (B = 33, S = 300), 8 of 32 (B = 256, S = 128), 7
-# of 16, the last of 4 (B = 100, S = 64). No input features (F = 0: the
+# of 16, the last of 4 (B = 100, S = 64). The backward splits every batch
+# above 4 rows whose clusters fit, one cluster's batches too: 4 clusters
+# of 4 rows (B = 16, S = 128), 2, the last of one (B = 5), 7 of 40, the
+# last of 16 (B = 256, S = 128), 7 of 44, the last of 36 (B = 300, S = 64,
+# which stepped by cuBLAS before); not where a block's work a step is above
+# one cluster's bound (B = 33, S = 300: the grid). No input features (F = 0: the
 # projection is zeros), and a wide input (F = 2100) on one cluster. In float
 # the cluster multiplies x itself where F % 4 == 0 and F <= 64: one step at
 # F = 64, two steps, an odd number of steps at the benchmark's (16, 32, 128)

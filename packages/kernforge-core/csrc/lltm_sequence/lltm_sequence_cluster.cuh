@@ -15,9 +15,8 @@
 //                      g_{t-1} = grad_output_{t-1} + the sum of the partials (its J units)
 // Packed, step t runs on its first B_t rows (the exchanges keep their
 // size): a row's cell stays in its thread after its last step, and in the
-// backward a row joins at its own last step. The forward of a batch too
-// large for one cluster may run as several clusters, each on its own rows
-// (cluster_split_plan).
+// backward a row joins at its own last step. A batch may run as several
+// clusters, each on its own rows (cluster_split_plan).
 // What a step receives is double-buffered by the step's parity. Two
 // buffers suffice: a block can push into a buffer again only after every
 // block has sent it the step in between, which each sends only after it
@@ -368,7 +367,11 @@ __global__ void __launch_bounds__(kThreads)
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
   const Plan& p = a.plan;
-  const int J = p.units, B = a.batch, S = a.S, T = a.T, RB = p.stride, blocks = p.blocks;
+  // The cluster's batch rows [row0, row0 + B), as the forward's; `ob` below
+  // is a row of the cluster, row0 + ob the batch's.
+  const int row0 = static_cast<int>(blockIdx.x) / p.blocks * p.rows;
+  const int J = p.units, B = min(p.rows, a.batch - row0), S = a.S, T = a.T, RB = p.stride;
+  const int blocks = p.blocks;
   const int rank = static_cast<int>(cluster.block_rank());
   const int j0 = rank * J, units = min(J, S - j0);
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem4);  // [2]: buffer t & 1 receives step t's
@@ -406,18 +409,20 @@ __global__ void __launch_bounds__(kThreads)
   // Packed, a row takes part from its own last step down (Bt rows at step
   // t), where grad_hn joins its grad_output.
   float dh = 0.0f, dc = 0.0f, in[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d_b[3] = {0.0f, 0.0f, 0.0f};
-  const int last = P ? step_rows(a, T - 1) : B;
+  // The cluster's rows at step t (known at fixed length).
+  const auto rows_at = [&](int t) { return P ? max(0, min(B, step_rows(a, t) - row0)) : B; };
+  const int rb = row0 + ob;  // the owner's row of the batch
   if (owner) {
-    dc = a.grad_cn ? a.grad_cn[ob * S + j0 + oj] : 0.0f;
-    if (ob < last) {
-      dh = step_grad_h(a, T - 1, ob, j0 + oj, true);
-      step_saved(a, T - 1, ob, j0 + oj, in);
+    dc = a.grad_cn ? a.grad_cn[rb * S + j0 + oj] : 0.0f;
+    if (ob < rows_at(T - 1)) {
+      dh = step_grad_h(a, T - 1, rb, j0 + oj, true);
+      step_saved(a, T - 1, rb, j0 + oj, in);
     }
   }
   cluster.sync();  // every block runs, its mbarriers set up, before any pushes into it
   for (int t = T - 1; t >= 0; --t) {
     // the rows of steps t and t - 1 (known at fixed length)
-    const int Bt = P ? step_rows(a, t) : B, Bp = t > 0 ? (P ? step_rows(a, t - 1) : B) : 0;
+    const int Bt = rows_at(t), Bp = t > 0 ? rows_at(t - 1) : 0;
     if (owner && ob < Bt) {
       const BackwardElement e = gate_backward<scalar_t>(dh, dc, in);
       dc = e.dc;
@@ -426,7 +431,7 @@ __global__ void __launch_bounds__(kThreads)
         dl[(g * J + oj) * RB + ob] = e.d[g];
         d_b[g] += e.d[g];
       }
-      store_backward(a, t, ob, j0 + oj, e);
+      store_backward(a, t, rb, j0 + oj, e);
     }
     if (!sends(t)) break;
     __syncthreads();  // dl is complete
@@ -453,8 +458,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     float go = 0.0f;
     if (owner && ob < Bp) {
-      step_saved(a, t - 1, ob, j0 + oj, in);
-      go = step_grad_h(a, t - 1, ob, j0 + oj, ob >= Bt);
+      step_saved(a, t - 1, rb, j0 + oj, in);
+      go = step_grad_h(a, t - 1, rb, j0 + oj, ob >= Bt);
     }
     __syncthreads();  // dl read: the owners write it next
     // Step t's partials have landed; buffer t & 1 next receives step t - 2's.
@@ -466,12 +471,13 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (owner) {
-    if (a.d_c0) a.d_c0[ob * S + j0 + oj] = dc;
-    if (a.d_h0) a.d_h0[ob * S + j0 + oj] = static_cast<scalar_t>(dh);
+    if (a.d_c0) a.d_c0[rb * S + j0 + oj] = dc;
+    if (a.d_h0) a.d_h0[rb * S + j0 + oj] = static_cast<scalar_t>(dh);
   }
   if (a.d_b) {
     // d_b = the sum over the batch of the elements' sums, through the
-    // buffers, which nothing writes into any more.
+    // buffers, which nothing writes into any more (one cluster: the driver
+    // passes no d_b to clusters of rows).
     __syncthreads();
     if (owner)
 #pragma unroll
@@ -591,24 +597,32 @@ inline Plan cluster_plan(int64_t batch, int64_t S, bool backward, int max_blocks
   return {};
 }
 
-// The forward's plan of several clusters where one cluster cannot take the
-// batch (cluster_plan), or blocks = 0: the batch split into as many
-// clusters as run at once (`active`, and blocks * clusters <= `sms`), each
-// the plan of one cluster for its p.rows consecutive rows (packed: the
-// longest rows in the first cluster). The clusters share nothing (one that
-// waits for an SM only runs later), and a step exchanges within its cluster
-// where the grid of lltm_sequence_persistent.cuh makes an L2 round trip and
-// a grid-wide synchronization. Taken where a block's work a step is within
-// kClusterWork, where the grid does not apply (`grid_rows` 0), or where a
-// cluster takes at most 5/4 of the rows of one of the grid's batch groups
-// (`grid_rows`). On an H200, fixed length, T = 64, F = S, inference against
-// the grid (or cuBLAS per step), fp32: (B, S) = (128, 64) 334 to 204 us,
-// (256, 128) 462 to 292, (128, 256) 522 to 442, (33, 300) 475 to 301,
-// (300, 64) 1633 to 238; slower at (64, 256), 12 rows a cluster against the
-// grid's 8: 470 to 545, and (64, 384), 559 to 651. Its x_t products are
-// left to the GEMM.
-inline Plan cluster_split_plan(int64_t batch, int64_t S, int max_blocks, int active, int64_t sms,
-                               int64_t grid_rows, int32_t device) {
+// The plan of several clusters for a direction, each the plan of one
+// cluster for its p.rows consecutive rows (packed: the longest rows in the
+// first cluster), or blocks = 0: the batch split into as many clusters as
+// run at once (`active`, and blocks * clusters <= `sms`). The clusters share
+// nothing (one that waits for an SM only runs later), and a step exchanges
+// within its cluster where the grid of lltm_sequence_persistent.cuh makes
+// an L2 round trip and a grid-wide synchronization.
+// The forward's, for a batch that one cluster cannot take (cluster_plan),
+// where a block's work a step is within kClusterWork, where the grid does
+// not apply (`grid_rows` 0), or where a cluster takes at most 5/4 of the
+// rows of one of the grid's batch groups (`grid_rows`). On an H200, fixed
+// length, T = 64, F = S, inference against the grid (or cuBLAS per step),
+// fp32: (B, S) = (128, 64) 334 to 204 us, (256, 128) 462 to 292, (128, 256)
+// 522 to 442, (33, 300) 475 to 301, (300, 64) 1633 to 238; slower at (64,
+// 256), 12 rows a cluster against the grid's 8: 470 to 545, and (64, 384),
+// 559 to 651. Its x_t products are left to the GEMM.
+// The backward's, wherever a block's work a step is within kClusterWork,
+// before one cluster too: a thread's product items and a step's exchange of
+// partial sums shrink with the rows. On an H200, one layer, fixed length,
+// F = S, fp32, the backward kernel against one cluster, us: (16, 128),
+// T = 64, 120.6 to 81.4 (F = 32 too), (48, 100), T = 128, 419.7 to 181.6,
+// (8, 256), T = 512, 1255 to 917, (32, 100), T = 500, 1228 to 758, (12, 256)
+// 120.4 to 120.5; against the grid: (64, 100), T = 500, 1545 to 848, (100,
+// 64) 203 to 81, (128, 128) 232 to 146, (32, 256) 221 to 153.
+inline Plan cluster_split_plan(int64_t batch, int64_t S, bool backward, int max_blocks, int active,
+                               int64_t sms, int64_t grid_rows, int32_t device) {
   if (max_blocks < 2 || S == 0 || batch <= kRows) return {};
   const int64_t J = (S + max_blocks - 1) / max_blocks, blocks = (S + J - 1) / J;
   const int64_t most = std::min<int64_t>(active, sms / blocks);
@@ -616,9 +630,11 @@ inline Plan cluster_split_plan(int64_t batch, int64_t S, int max_blocks, int act
   const int64_t rows = ((batch + most - 1) / most + kRows - 1) / kRows * kRows;
   const int64_t clusters = (batch + rows - 1) / rows;
   if (clusters < 2) return {};
-  Plan p = cluster_plan(rows, S, false, max_blocks, device, 0, true);
+  Plan p = cluster_plan(rows, S, backward, max_blocks, device, 0, true);
   if (p.blocks == 0 || p.blocks * clusters > sms) return {};
-  if (rows * 3 * S * p.units > kClusterWork && grid_rows > 0 && 4 * rows > 5 * grid_rows) return {};
+  if (rows * 3 * S * p.units > kClusterWork &&
+      (backward || (grid_rows > 0 && 4 * rows > 5 * grid_rows)))
+    return {};
   p.clusters = static_cast<int>(clusters);
   return p;
 }

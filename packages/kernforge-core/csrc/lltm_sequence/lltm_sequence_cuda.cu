@@ -108,13 +108,14 @@ struct CudaSequence {
     });
   }
 
-  enum class Ran { none, cluster, grid };
+  enum class Ran { none, cluster, clusters, grid };
 
   // One cluster where the sequence is small enough (lltm_sequence_cluster.cuh),
   // else, with `split`, clusters of the batch's rows (cluster_split_plan),
   // else the grid of lltm_sequence_persistent.cuh, else none: stepping. With
   // `split_first`, the clusters of rows come before one cluster where they
-  // run faster (cuda_seq::split_pays).
+  // run faster: the forward's where cuda_seq::split_pays, the backward's
+  // wherever they fit (cluster_split_plan).
   // make(plan, cluster) gives the kernel's arguments; the cluster forward
   // multiplies x itself where `features` is not 0 and it fits, the grid
   // where `grid_features` is not 0 and it fits. With `mma` (W's element
@@ -134,18 +135,18 @@ struct CudaSequence {
     };
     const cuda_seq::Plan plan =
         cuda_seq::cluster_plan(batch, state, backward, fit.blocks, device, features);
-    if (plan.blocks > 0 && !(split_first && cuda_seq::split_pays(plan))) {
+    if (plan.blocks > 0 && !(split_first && (backward || cuda_seq::split_pays(plan)))) {
       launch(plan);
       return Ran::cluster;
     }
     const cuda_seq::Plan grid = cuda_seq::plan(batch, state, backward, device, grid_features, mma);
     if (split) {
-      const cuda_seq::Plan clusters =
-          cuda_seq::cluster_split_plan(batch, state, fit.blocks, fit.active, cuda::sm_count(device),
-                                       grid.blocks > 0 ? grid.rows : 0, device);
+      const cuda_seq::Plan clusters = cuda_seq::cluster_split_plan(
+          batch, state, backward, fit.blocks, fit.active, cuda::sm_count(device),
+          grid.blocks > 0 ? grid.rows : 0, device);
       if (clusters.blocks > 0) {
         launch(clusters);
-        return Ran::cluster;
+        return Ran::clusters;
       }
     }
     if (plan.blocks > 0) {  // (split_first, where the split does not fit)
@@ -298,7 +299,7 @@ struct CudaSequence {
     return ran;
   }
 
-  // The cluster kernel also sums d_b; the grid leaves it to the driver.
+  // One cluster also sums d_b; clusters of rows and the grid leave it to the driver.
   static SeqRan recurrence(const SeqRecurrenceBackward& r) {
     SeqRan ran;
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
@@ -320,7 +321,7 @@ struct CudaSequence {
                 static_cast<scalar_t*>(r.d_gates),
                 static_cast<scalar_t*>(r.d_h0),
                 static_cast<float*>(r.d_c0),
-                cluster ? static_cast<scalar_t*>(r.d_b) : nullptr,
+                cluster && plan.clusters == 1 ? static_cast<scalar_t*>(r.d_b) : nullptr,
                 r.offsets,
                 r.ldw,
                 static_cast<int>(r.steps),
@@ -328,9 +329,9 @@ struct CudaSequence {
                 static_cast<int>(r.state),
                 plan};
           };
-          const Ran kind =
-              run<cuda_seq::cluster_backward_kernel<scalar_t, P>,
-                  cuda_seq::backward_kernel<scalar_t, P>>(make, r.batch, r.state, true, r.device);
+          const Ran kind = run<cuda_seq::cluster_backward_kernel<scalar_t, P>,
+                               cuda_seq::backward_kernel<scalar_t, P>>(make, r.batch, r.state, true,
+                                                                       r.device, 0, 0, true, true);
           ran = SeqRan{kind != Ran::none, kind == Ran::cluster && r.d_b != nullptr};
         });
       }
