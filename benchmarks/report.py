@@ -86,6 +86,12 @@ CUDA_TARGETS = {
             "lltm_sequence_packed_bi_infer",
         )
     },
+    # a guard on the d2l-shaped row (benchmarks/test_lltm_sequence.py), which
+    # ran 1.36x to 1.42x cuDNN's LSTM on an H200 once the backward split
+    **{
+        case: [("≥1.2x faster than cuDNN LSTM", lambda r: r["lstm"] / r["median"] >= 1.2)]
+        for case in ("lltm_sequence_stacked_bi_train", "lltm_sequence_stacked_bi_infer")
+    },
     "lltm_sequence_generate": [("≥2x faster than cuDNN LSTM", lambda r: r["lstm"] / r["median"] >= 2.0)],
 }
 CPU_TARGETS = {

@@ -176,6 +176,50 @@ def test_lltm_sequence_packed(benchmark, impl, case):
     _timed(benchmark, step)
 
 
+# A stacked bidirectional layer on a padded batch, as a sentiment classifier
+# runs it: d2l's "Sentiment Analysis: Using Recurrent Neural Networks" (2
+# bidirectional layers of S = 100 over 100-wide embeddings, B = 64, T = 500
+# words), the one shape of common NLP code where kernforge's training step
+# once lost to cuDNN's LSTM. (B, F, S, T, layers); fp32.
+STACKED = [(64, 100, 100, 500, 2)]
+
+
+@pytest.mark.skipif(DEVICE == "cpu", reason="a GPU benchmark: a 500-step batch against cuDNN's")
+@pytest.mark.parametrize("mode", ["train", "infer"])
+@pytest.mark.parametrize("size", STACKED, ids=lambda s: f"{s[0]}x{s[1]}x{s[2]}xT{s[3]}-L{s[4]}")
+@pytest.mark.parametrize("impl", ["kernforge", "gru", "lstm"])
+def test_lltm_sequence_stacked_bidirectional(benchmark, impl, size, mode):
+    batch, features, state, steps, layers = size
+    cls = {"kernforge": kernforge.nn.LLTMSequence, "gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[impl]
+    model = cls(features, state, num_layers=layers, bidirectional=True, device=DEVICE)
+    gen = torch.Generator(device=DEVICE).manual_seed(0)
+    x = torch.randn(steps, batch, features, device=DEVICE, generator=gen)
+    if mode == "train":
+        x.requires_grad_()
+
+        def step():
+            model(x)[0].sum().backward()
+    else:
+
+        def step():
+            with torch.no_grad():
+                model(x)
+
+    benchmark.extra_info.update(
+        case=f"lltm_sequence_stacked_bi_{mode}",
+        impl=impl,
+        dtype="float32",
+        n=batch * features * state * steps * layers * 2,
+        size=f"{batch}x{features}x{state}xT{steps}",
+        bytes=0,
+        device=DEVICE,
+        kind="recurrent",
+        host_bound=False,
+    )
+    step()  # cuDNN plans, allocator blocks, cuBLAS handles
+    _timed(benchmark, step)
+
+
 # Text generated one token at a time: B = 1, T = 1, 2 layers of S = F,
 # the state carried from call to call, under no_grad; the median is per
 # token, over 100 tokens back to back. A token costs tens of microseconds of
