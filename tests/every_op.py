@@ -13,7 +13,21 @@ OPS = [
     "fused_relu_add",
     "round_ste",
     "lltm",
+    "lltm_sequence",
+    "lltm_sequence_packed",
+    "lltm_sequence_layers",
 ]
+
+# The sequence ops: (T, B, F, S). Small: the cluster kernel (forward and
+# backward); large: a batch over clusters of its rows in both directions.
+SEQUENCE_SIZES = {False: (5, 16, 32, 128), True: (5, 256, 32, 128)}
+
+
+def batch_sizes(batch: int, steps: int = 9) -> list[int]:
+    """The packed layout (a PackedSequence's batch_sizes) of `batch`
+    sequences of lengths from `steps` down to 1: each step has fewer rows
+    than the one before."""
+    return [max(1, batch - (batch * t) // steps) for t in range(steps)]
 
 
 def inputs(
@@ -24,6 +38,16 @@ def inputs(
     through cuBLAS, the bias gradient over many partial sums)."""
     randn = lambda *shape: torch.randn(*shape, device=device, dtype=dtype, generator=gen)
     rows, cols = (4096, 1024) if large else (256, 384)
+    if op.startswith("lltm_sequence"):
+        steps, batch, features, state = SEQUENCE_SIZES[large]
+        weight = lambda inputs: randn(3 * state, state + inputs) * (state + inputs) ** -0.5
+        layers = 2 if op == "lltm_sequence_layers" else 1
+        x = randn(steps, batch, features)
+        if op == "lltm_sequence_packed":
+            x = randn(sum(batch_sizes(batch)), features)
+        params = [t for k in range(layers) for t in (weight(state if k else features), randn(3 * state))]
+        state_shape = (layers, batch, state) if op == "lltm_sequence_layers" else (batch, state)
+        return (x, *params, randn(*state_shape), randn(*state_shape))
     if op == "lltm":
         batch, features, state = (1024, 512, 1024) if large else (64, 48, 96)
         return (randn(batch, features), randn(3 * state, state + features) / 10, randn(3 * state),
@@ -41,6 +65,17 @@ def call(module, op: str, args) -> list[torch.Tensor]:
         return [module.add(*args, alpha=0.5)]
     if op == "lltm":
         return list(module.lltm(*args))
+    if op == "lltm_sequence":
+        output, state = module.lltm_sequence(*args)
+        return [output, *state]
+    if op == "lltm_sequence_packed":
+        output, state = module.lltm_sequence(*args, batch_sizes=batch_sizes(args[-1].shape[0]))
+        return [output, *state]
+    if op == "lltm_sequence_layers":
+        x, *params, h0, c0 = args
+        layers = getattr(module, "functional", module).lltm_sequence_layers  # not in kernforge's namespace
+        output, state = layers(x, params[::2], params[1::2], h0, c0)
+        return [output, *state]
     return [getattr(module, op)(*args)]
 
 
