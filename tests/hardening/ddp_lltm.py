@@ -30,7 +30,10 @@ BATCH, FEATURES, STATE, STEPS, SEQ = 64, 24, 48, 60, 6
 
 
 class Model(torch.nn.Module):
-    """An LLTM over a sequence, then a linear readout of the last state."""
+    """An LLTM over a sequence, then a linear readout of the last state (of
+    both directions' for the sequence layer, whose reverse direction runs on
+    a side stream on GPUs: DDP's gradient hooks then see gradients made on
+    two streams)."""
 
     def __init__(self, kind: str):
         super().__init__()
@@ -38,8 +41,8 @@ class Model(torch.nn.Module):
         if kind == "cell":
             self.cell = kernforge.nn.LLTM(FEATURES, STATE)
         else:
-            self.sequence = kernforge.nn.LLTMSequence(FEATURES, STATE)
-        self.readout = torch.nn.Linear(STATE, 1)
+            self.sequence = kernforge.nn.LLTMSequence(FEATURES, STATE, bidirectional=True)
+        self.readout = torch.nn.Linear(STATE if kind == "cell" else 2 * STATE, 1)
 
     def forward(self, xs):
         if self.kind == "cell":
@@ -49,7 +52,7 @@ class Model(torch.nn.Module):
                 h, c = self.cell(x, (h, c))
         else:
             _, (h_n, _) = self.sequence(xs)
-            h = h_n[-1]
+            h = torch.cat([h_n[0], h_n[1]], dim=1)
         return self.readout(h).squeeze(1)
 
 

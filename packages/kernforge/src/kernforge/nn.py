@@ -484,10 +484,14 @@ class LLTMSequence(nn.Module):
         # a sum a layer and direction (a decoder calls this once a token)
         h0s = None if h0 is None else h0.unbind(0)
         c0s = None if c0 is None else c0.unbind(0)
+        # A bidirectional layer of fixed length runs its reverse direction on
+        # a side stream, beside the forward one (each alone leaves most of
+        # the GPU idle at small sizes; packed layers gained nothing).
+        side = _side_stream(x) if self.bidirectional and sizes is None and impl is F else None
         for k, directions in enumerate(self._names):
             if k > 0 and self.dropout > 0 and self.training:
                 x = nn.functional.dropout(x, self.dropout, training=True)
-            outputs = []
+            layer = []
             for weight_name, bias_name, reverse in directions:
                 weight = params[weight_name] if weight_name in params else getattr(self, weight_name)
                 if self._replaced:
@@ -495,17 +499,25 @@ class LLTMSequence(nn.Module):
                 bias = params[bias_name] if bias_name in params else getattr(self, bias_name)
                 if bias is None:
                     bias = weight.new_zeros(weight.shape[:1])
-                i = len(h_n)
-                state = (None if h0 is None else h0s[i], None if c0 is None else c0s[i])
-                if sizes is None:
-                    out, (h, c) = impl.lltm_sequence(x.flip(0) if reverse else x, weight, bias, *state)
-                    outputs.append(out.flip(0) if reverse else out)
-                else:
-                    xr = _reorder_rows(x, order) if reverse else x
-                    out, (h, c) = impl.lltm_sequence(xr, weight, bias, *state, batch_sizes=sizes)
-                    outputs.append(_reorder_rows(out, order) if reverse else out)
-                h_n.append(h)
-                c_n.append(c)
+                i = len(h_n) + len(layer)
+                layer.append((weight, bias, None if h0 is None else h0s[i], None if c0 is None else c0s[i]))
+            if side is not None:
+                outputs, hs, cs = _both_directions(side, impl, x, *layer)
+            else:
+                outputs, hs, cs = [], [], []
+                for (weight, bias, *state), (_, _, reverse) in zip(layer, directions, strict=True):
+                    if sizes is None:
+                        out, (h, c) = impl.lltm_sequence(x.flip(0) if reverse else x, weight, bias, *state)
+                        out = out.flip(0) if reverse else out
+                    else:
+                        xr = _reorder_rows(x, order) if reverse else x
+                        out, (h, c) = impl.lltm_sequence(xr, weight, bias, *state, batch_sizes=sizes)
+                        out = _reorder_rows(out, order) if reverse else out
+                    outputs.append(out)
+                    hs.append(h)
+                    cs.append(c)
+            h_n += hs
+            c_n += cs
             x = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-1)
         if len(h_n) == 1 and x.shape[0] > 0:
             # A single layer, packed or without bias: no copies (two
@@ -867,6 +879,62 @@ class _TransformableReorderRows(torch.autograd.Function):
         ctx.save_for_backward(inputs[1])
 
     backward = staticmethod(_ReorderRows.backward)
+
+
+def _both_directions(side: torch.cuda.Stream, impl, x: Tensor, forward, reverse):
+    """A bidirectional layer over fixed-length x [T, B, F], its reverse
+    direction queued on ``side``: ([output, reversed output], [h_n, h_n
+    reversed], [c_n, c_n reversed]). ``forward`` and ``reverse`` are each
+    direction's (weight, bias, h0, c0)."""
+    weight, bias, *state = reverse
+    x_side = x
+    if torch.is_grad_enabled():
+        # Views made first, on the caller's stream: the gradients of x and of
+        # the parameters reach their accumulators from it, as every other
+        # layer's do (an accumulator that DDP, or a graph still alive, made
+        # there would warn of a stream mismatch); and the autograd engine,
+        # which runs later nodes first, runs the forward direction's backward
+        # beside the reverse one's before it joins the streams here.
+        x_side, weight, bias = x.view_as(x), weight.view_as(weight), bias.view_as(bias)
+    # What the side stream reads was made on the caller's: recorded, so that
+    # the caller's stream gets that memory again only once the side stream is
+    # done with it (the backward included).
+    for t in (x_side, weight, bias, *state):
+        if t is not None:
+            t.record_stream(side)
+    caller = torch.cuda.current_stream(x.device)
+    side.wait_stream(caller)
+    out, (h, c) = impl.lltm_sequence(x, *forward)
+    with torch.cuda.stream(side):
+        out_r, (h_r, c_r) = impl.lltm_sequence(x_side.flip(0), weight, bias, *state)
+        out_r = out_r.flip(0)
+    caller.wait_stream(side)
+    return [out, out_r], [h, h_r], [c, c_r]
+
+
+# One side stream a device, made on first use.
+_SIDE_STREAMS: dict[int, torch.cuda.Stream] = {}
+
+
+def _side_stream(x: Tensor) -> torch.cuda.Stream | None:
+    """The stream for a bidirectional layer's reverse direction over ``x``,
+    or None where it runs on the caller's stream: off CUDA, and where a
+    second stream is not what the caller traces or records (torch.func's
+    transforms, torch.compile, torch.jit.trace, CUDA graph capture, tensor
+    subclasses such as fake tensors)."""
+    if (
+        type(x) is not Tensor
+        or not x.is_cuda
+        or torch._C._are_functorch_transforms_active()
+        or torch.compiler.is_compiling()
+        or torch.jit.is_tracing()
+        or torch.cuda.is_current_stream_capturing()
+    ):
+        return None
+    side = _SIDE_STREAMS.get(x.device.index)
+    if side is None:
+        side = _SIDE_STREAMS[x.device.index] = torch.cuda.Stream(x.device)
+    return side
 
 
 def _reorder_rows(x: Tensor, order: Tensor) -> Tensor:
