@@ -17,8 +17,9 @@ import torch
 from torch import Tensor
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn.utils import prune
-from torch.nn.utils.rnn import pack_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import pack_padded_sequence, pack_sequence, pad_packed_sequence
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.checkpoint import checkpoint
 
 import kernforge
 import kernforge_core.ops
@@ -1572,6 +1573,34 @@ def test_packed_op_equals_the_steps_rows(device, dtype, size):
     tol = _sequence_tolerance(dtype, len(sizes), size[0])
     # batch_sizes as a PackedSequence has them: a CPU int64 tensor
     _check_against_the_reference([x, *rest], {"batch_sizes": torch.tensor(sizes)}, tol, gen)
+
+
+@pytest.mark.parametrize("reentrant", [False, True], ids=["non_reentrant", "reentrant"])
+@pytest.mark.parametrize("packed", [False, True], ids=["fixed", "packed"])
+def test_module_under_activation_checkpointing(device, packed, reentrant):
+    # torch.utils.checkpoint runs the layers' forward again inside the
+    # backward (on CUDA a fixed-length bidirectional layer's second stream
+    # with it): the loss and every gradient as without checkpointing.
+    gen = torch.Generator().manual_seed(71)
+    model = kernforge.nn.LLTMSequence(5, 8, 2, bidirectional=True, device=device, dtype=torch.float64)
+    x = random((7, 4, 5), torch.float64, device, gen)
+    g = random((7, 4, 16), torch.float64, device, gen)
+    lengths = torch.tensor([7, 3, 5, 1])
+
+    def loss_of(x):
+        out, (h_n, c_n) = model(pack_padded_sequence(x, lengths, enforce_sorted=False) if packed else x)
+        out = pad_packed_sequence(out, total_length=7)[0] if packed else out
+        return (out * g).sum() + 0.5 * h_n.sum() + c_n.square().sum()
+
+    results = []
+    for checkpointed in (False, True):
+        model.zero_grad(set_to_none=True)
+        leaf = x.clone().requires_grad_()
+        loss = checkpoint(loss_of, leaf, use_reentrant=reentrant) if checkpointed else loss_of(leaf)
+        loss.backward()  # the reentrant checkpoint takes no torch.autograd.grad
+        results.append([loss.detach(), leaf.grad, *(p.grad for p in model.parameters())])
+    for plain, again in zip(*results, strict=True):
+        close(again, plain, **TOL[torch.float64])
 
 
 @pytest.mark.parametrize("layers", [1, 2])
