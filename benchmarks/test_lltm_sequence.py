@@ -52,6 +52,22 @@ class _CellLoop(torch.nn.Module):
         return torch.stack(outs), (h, c)
 
 
+def _describe(benchmark, case, impl, dtype, n, size, host_bound=False):
+    """The row's fields that benchmarks/report.py reads (a recurrent row: no
+    bytes to hold against the copy's bandwidth)."""
+    benchmark.extra_info.update(
+        case=case,
+        impl=impl,
+        dtype=str(dtype).removeprefix("torch."),
+        n=n,
+        size=size,
+        bytes=0,
+        device=DEVICE,
+        kind="recurrent",
+        host_bound=host_bound,
+    )
+
+
 def _model(impl, features, state, dtype, **layer_args):
     """kernforge's layer, cuDNN's GRU or LSTM (`layer_args`: num_layers,
     bidirectional), or the loop over the cell."""
@@ -83,16 +99,8 @@ def test_lltm_sequence(benchmark, impl, case):
                 model(x)
 
     size = f"{batch}x{features}x{state}xT{steps}"
-    benchmark.extra_info.update(
-        case=f"lltm_sequence_{mode}",
-        impl=impl,
-        dtype=str(dtype).removeprefix("torch."),
-        n=steps * batch * state,
-        size=size,
-        bytes=0,
-        device=DEVICE,
-        kind="recurrent",
-        host_bound=batch * state < 1 << 14,
+    _describe(
+        benchmark, f"lltm_sequence_{mode}", impl, dtype, steps * batch * state, size, batch * state < 1 << 14
     )
     step()  # cuDNN plans, allocator blocks, cuBLAS handles
     if DEVICE == "cuda" and mode == "train":
@@ -164,16 +172,9 @@ def test_lltm_sequence_packed(benchmark, impl, case):
                 run()
 
     bi = "_bi" if directions == 2 else ""
-    benchmark.extra_info.update(
-        case=f"lltm_sequence_packed{bi}_{mode}",
-        impl=impl,
-        dtype=str(dtype).removeprefix("torch."),
-        n=batch * features * state * steps * directions,
-        size=f"{batch}x{features}x{state}xT{steps}",
-        bytes=0,
-        device=DEVICE,
-        kind="recurrent",
-        host_bound=False,
+    n = batch * features * state * steps * directions
+    _describe(
+        benchmark, f"lltm_sequence_packed{bi}_{mode}", impl, dtype, n, f"{batch}x{features}x{state}xT{steps}"
     )
     _timed(benchmark, step)
 
@@ -206,16 +207,14 @@ def test_lltm_sequence_stacked_bidirectional(benchmark, impl, size, mode):
             with torch.no_grad():
                 model(x)
 
-    benchmark.extra_info.update(
-        case=f"lltm_sequence_stacked_bi_{mode}",
-        impl=impl,
-        dtype="float32",
-        n=batch * features * state * steps * layers * 2,
-        size=f"{batch}x{features}x{state}xT{steps}",
-        bytes=0,
-        device=DEVICE,
-        kind="recurrent",
-        host_bound=False,
+    n = batch * features * state * steps * layers * 2
+    _describe(
+        benchmark,
+        f"lltm_sequence_stacked_bi_{mode}",
+        impl,
+        torch.float32,
+        n,
+        f"{batch}x{features}x{state}xT{steps}",
     )
     _timed(benchmark, step)
 
@@ -235,8 +234,7 @@ TOKENS = 100
 @pytest.mark.parametrize("state", GENERATE)
 @pytest.mark.parametrize("impl", ["kernforge", "gru", "lstm"])
 def test_lltm_sequence_generate(benchmark, impl, state):
-    cls = {"kernforge": kernforge.nn.LLTMSequence, "gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[impl]
-    model = cls(state, state, num_layers=2, device=DEVICE).eval()
+    model = _model(impl, state, state, torch.float32, num_layers=2).eval()
     gen = torch.Generator(device=DEVICE).manual_seed(0)
     x = torch.randn(1, 1, state, device=DEVICE, generator=gen)
     hidden = [None]
@@ -244,16 +242,8 @@ def test_lltm_sequence_generate(benchmark, impl, state):
     def token():
         _, hidden[0] = model(x, hidden[0])
 
-    benchmark.extra_info.update(
-        case="lltm_sequence_generate",
-        impl=impl,
-        dtype="float32",
-        n=2 * state,
-        size=f"1x{state}x{state}xT1",
-        bytes=0,
-        device=DEVICE,
-        kind="recurrent",
-        host_bound=True,
+    _describe(
+        benchmark, "lltm_sequence_generate", impl, torch.float32, 2 * state, f"1x{state}x{state}xT1", True
     )
     with torch.no_grad():
         for _ in range(10):
