@@ -153,6 +153,9 @@ def test_my_lib_checks_tensor_types(my_lib):
     ) as raised:
         my_lib.my_lib_add_forward(a, a.double(), a.new())
     assert isinstance(raised.value, TypeError) and isinstance(raised.value, RuntimeError)
+    # several wrong: the first is named, as the arguments are checked in their order
+    with pytest.raises(ffi.ArgumentTypeError, match=r"argument 1 \(input1, THFloatTensor\*\)"):
+        my_lib.my_lib_add_forward(a.double(), a.double(), a.new().int())
     # the schema parser's errors, in the function's own words (not the op's namespace)
     with pytest.raises(
         ffi.ArgumentTypeError,

@@ -747,7 +747,10 @@ class Extension:
             tensors = [f"a{i} ? a{i}->get() : nullptr" for i, p in enumerate(f.params) if p.is_tensor]
             if self.with_cuda and tensors:
                 lines.append(f"  kernforge_legacy::DeviceGuard guard{{{', '.join(tensors)}}};")
-            call = f"{f.name}({', '.join(args)})"
+            # one local per argument: the checks run, and report, in the argument order
+            # (a call's own arguments are evaluated in no set order; gcc goes right to left)
+            lines += [f"  auto c{i} = {arg};" for i, arg in enumerate(args)]
+            call = f"{f.name}({', '.join(f'c{i}' for i in range(len(args)))})"
             if f.returned_handle:  # the handle's reference, taken over by the returned tensor
                 storage = "true" if f.returned_handle.endswith("Storage") else "false"
                 call = f'Tensor(kernforge_legacy::returned_tensor({call}, {storage}, "{f.name}"))'
