@@ -461,6 +461,30 @@ def test_a_c_source_compiles_against_the_th_folder_alone(tmp_path):
     assert cc.returncode == 0, cc.stderr
 
 
+def test_generic_names_redefined_in_ths_words_compile_without_a_warning(tmp_path):
+    """PyTorch-Encoding's generic kernel files (2017) define THCTensor and
+    THCTensor_ again, in THC's words, after including THC.h: a redefinition
+    that differs by a space is a warning (an error under -Werror)."""
+    _write(
+        tmp_path,
+        {
+            "k.c": "#include <TH/TH.h>\n"
+            "#define THTensor          TH_CONCAT_3(TH,Real,Tensor)\n"
+            "#define THTensor_(NAME)   TH_CONCAT_4(TH,Real,Tensor_,NAME)\n"
+            "#define THStorage        TH_CONCAT_3(TH,Real,Storage)\n"
+            "#define THStorage_(NAME) TH_CONCAT_4(TH,Real,Storage_,NAME)\n"
+            "int n(THFloatTensor *t) { return (int)THFloatTensor_nElement(t); }\n"
+        },
+    )
+    cc = subprocess.run(
+        ["cc", "-c", "-Werror", f"-I{ffi.include_dir()}", "k.c", "-o", "k.o"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert cc.returncode == 0 and "redefined" not in cc.stderr, cc.stderr
+
+
 def _cublas_include() -> list[str]:
     from torch.utils.cpp_extension import CUDA_HOME
 
@@ -476,6 +500,8 @@ def test_a_kernel_file_compiles_against_the_th_and_thc_folders_alone(tmp_path):
         tmp_path,
         {
             "k.cu": "#include <THC.h>\n#include <THCGeneral.h>\n"
+            "#define THCTensor          TH_CONCAT_3(TH,CReal,Tensor)\n"  # PyTorch-Encoding's, 2017
+            "#define THCTensor_(NAME)   TH_CONCAT_4(TH,CReal,Tensor_,NAME)\n"
             "__global__ void k(float *x) { x[threadIdx.x] = 1; }\n"
             "void run(THCState *state, THCudaTensor *t) {\n"
             "  k<<<1, 32, 0, THCState_getCurrentStream(state)>>>(THCudaTensor_data(state, t));\n}\n"
@@ -486,7 +512,7 @@ def test_a_kernel_file_compiles_against_the_th_and_thc_folders_alone(tmp_path):
     nvcc = subprocess.run(
         [*cmd, *_cublas_include(), "k.cu", "-o", "k.o"], cwd=tmp_path, capture_output=True, text=True
     )
-    assert nvcc.returncode == 0, nvcc.stdout + nvcc.stderr
+    assert nvcc.returncode == 0 and "redefined" not in nvcc.stdout + nvcc.stderr, nvcc.stdout + nvcc.stderr
 
 
 # -- what create_extension refuses, and how a failed build reads ------------------------

@@ -56,12 +56,16 @@
 /* In a generic file, the names of the type being generated (Real: Float,
  * Double, Byte, ...): THTensor is THFloatTensor, THTensor_(add)
  * THFloatTensor_add, THStorage and THStorage_(data) likewise; THBlas_(gemm)
- * THFloatBlas_gemm. */
-#define THTensor TH_CONCAT_3(TH, Real, Tensor)
-#define THTensor_(NAME) TH_CONCAT_4(TH, Real, Tensor_, NAME)
-#define THStorage TH_CONCAT_3(TH, Real, Storage)
-#define THStorage_(NAME) TH_CONCAT_4(TH, Real, Storage_, NAME)
-#define THBlas_(NAME) TH_CONCAT_4(TH, Real, Blas_, NAME)
+ * THFloatBlas_gemm. Spelled as TH's headers spelled them, token for token,
+ * so that extension code that defines them again in TH's words (generic
+ * .cu files did) redefines them without a warning. */
+// clang-format off
+#define THTensor TH_CONCAT_3(TH,Real,Tensor)
+#define THTensor_(NAME) TH_CONCAT_4(TH,Real,Tensor_,NAME)
+#define THStorage TH_CONCAT_3(TH,Real,Storage)
+#define THStorage_(NAME) TH_CONCAT_4(TH,Real,Storage_,NAME)
+#define THBlas_(NAME) TH_CONCAT_4(TH,Real,Blas_,NAME)
+// clang-format on
 
 #ifdef __cplusplus
 extern "C" {

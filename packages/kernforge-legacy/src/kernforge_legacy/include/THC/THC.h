@@ -40,11 +40,15 @@ typedef struct THCState THCState;
 /* In a THC generic file (THCGenerateAllTypes.h), the names of the type being
  * generated (CReal: Cuda, CudaDouble, CudaByte, ...): THCTensor is
  * THCudaTensor, THCTensor_(add) THCudaTensor_add, THCStorage and
- * THCStorage_(NAME) likewise. */
-#define THCTensor TH_CONCAT_3(TH, CReal, Tensor)
-#define THCTensor_(NAME) TH_CONCAT_4(TH, CReal, Tensor_, NAME)
-#define THCStorage TH_CONCAT_3(TH, CReal, Storage)
-#define THCStorage_(NAME) TH_CONCAT_4(TH, CReal, Storage_, NAME)
+ * THCStorage_(NAME) likewise. Spelled as THC's headers spelled them, token
+ * for token, so that extension code that defines them again in THC's words
+ * (generic .cu files did) redefines them without a warning. */
+// clang-format off
+#define THCTensor TH_CONCAT_3(TH,CReal,Tensor)
+#define THCTensor_(NAME) TH_CONCAT_4(TH,CReal,Tensor_,NAME)
+#define THCStorage TH_CONCAT_3(TH,CReal,Storage)
+#define THCStorage_(NAME) TH_CONCAT_4(TH,CReal,Storage_,NAME)
+// clang-format on
 
 /* The current CUDA stream of the current device (torch's, not the default). */
 cudaStream_t THCState_getCurrentStream(THCState* state);
