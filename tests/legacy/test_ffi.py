@@ -560,6 +560,22 @@ def test_compiler_errors_surface_with_the_compilers_message(tmp_path, workdir):
         ext.build()
 
 
+def test_a_source_that_uses_aten_beside_th_fails_with_torchs_reason(tmp_path, workdir):
+    """2018 kaldi bindings mixed TH with ATen (`unsafeTensorFromTH`): ATen's
+    C++ API binds a build to one torch, and torch's header says so."""
+    _write(
+        tmp_path,
+        {
+            "f.h": "int f(THFloatTensor *x);",
+            "f.cpp": "#include <TH/TH.h>\n#include <ATen/ATen.h>\n"
+            'extern "C" int f(THFloatTensor *x) { return 1; }\n',
+        },
+    )
+    ext = ffi.create_extension("f", headers="f.h", sources=["f.cpp"], relative_to=str(tmp_path / "build.py"))
+    with pytest.raises(ffi.BuildError, match=r"(?s)building f failed:.*TORCH_TARGET_VERSION is defined"):
+        ext.build()
+
+
 def test_missing_extra_objects_and_sources_are_named(tmp_path, workdir):
     """longcw/yolo2-pytorch's build.py links the .cu.o that its make.sh makes
     with nvcc; run alone, the build must say which file is missing."""
