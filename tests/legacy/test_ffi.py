@@ -685,6 +685,45 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
     )
 
 
+def test_an_object_from_an_nvcc_before_9_2_fails_with_a_message_saying_compile_it_again(tmp_path, workdir):
+    """2017 repositories shipped the .cu.o their make.sh had built (PartNet's
+    pytorch_ops): its kernel launches call cudaConfigureCall, cudaSetupArgument
+    and cudaLaunch, which today's CUDA runtime lacks. The message names the
+    object and says to compile the .cu files again."""
+    _write(
+        tmp_path,
+        {
+            "k.c": "int cudaConfigureCall(int, int, unsigned long, void *);\n"
+            "int cudaSetupArgument(const void *, unsigned long, unsigned long);\n"
+            "int cudaLaunch(const void *);\n"
+            "void k_launcher(float *p) {\n  if (cudaConfigureCall(1, 32, 0, 0) == 0) {\n"
+            "    cudaSetupArgument(&p, sizeof p, 0);\n    cudaLaunch((const void *)k_launcher);\n  }\n}\n",
+        },
+    )
+    _run(["cc", "-c", "-fPIC", "k.c", "-o", "k.cu.o"], tmp_path)
+    ext = _extension(
+        tmp_path,
+        "int f(THFloatTensor *x);",
+        "#include <TH/TH.h>\nvoid k_launcher(float *p);\n"
+        "int f(THFloatTensor *x) { k_launcher(THFloatTensor_data(x)); return 1; }\n",
+        verbose=False,
+    )
+    ext.extra_objects.append(str(tmp_path / "k.cu.o"))
+    with pytest.raises(ffi.BuildError) as info:
+        ext.build()
+    obj = tmp_path / "k.cu.o"
+    assert str(info.value) == (
+        "building f failed: functions the code calls are defined nowhere\n"
+        "other functions, in no source or library of the build:\n"
+        f"  cudaConfigureCall  (called in {obj})\n"
+        f"  cudaLaunch  (called in {obj})\n"
+        f"  cudaSetupArgument  (called in {obj})\n"
+        "cudaConfigureCall, cudaLaunch, cudaSetupArgument: kernel launches as an nvcc before CUDA 9.2 "
+        "compiled them, which this CUDA's runtime no longer has; compile the .cu files again with this "
+        f"CUDA's nvcc ({obj} came from an older one)"
+    )
+
+
 def test_a_header_function_with_cpp_linkage_fails_with_a_message_saying_extern_c(tmp_path, workdir):
     """The header's functions have C linkage, as under cffi, whose wrapper
     was C even with language='c++': a .cpp source that defines one without

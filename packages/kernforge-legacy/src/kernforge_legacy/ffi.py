@@ -83,6 +83,11 @@ class BuildError(RuntimeError):
 # A CUDA build serves CPU extensions too.
 RUNTIME_LIBS = {False: "libkernforge_legacy_th.so", True: "libkernforge_legacy_thc.so"}
 
+# The runtime calls that nvcc before CUDA 9.2 compiled each kernel launch into;
+# an object of that age (2017 repositories shipped their make.sh's .cu.o)
+# cannot link against today's CUDA runtime.
+_OLD_NVCC_LAUNCH = ("cudaConfigureCall", "cudaSetupArgument", "cudaLaunch")
+
 
 def runtime_library(with_cuda: bool = False) -> Path:
     """The runtime library an extension links: the package's own CUDA build
@@ -965,6 +970,13 @@ class Extension:
         if other:
             lines.append("other functions, in no source or library of the build:")
             lines += [f"  {f}  (called in {', '.join(sorted(calls[f]))})" for f in other]
+        stale = sorted({caller for f in other if f in _OLD_NVCC_LAUNCH for caller in calls[f]})
+        if stale:
+            lines.append(
+                f"{', '.join(f for f in other if f in _OLD_NVCC_LAUNCH)}: kernel launches as an nvcc "
+                "before CUDA 9.2 compiled them, which this CUDA's runtime no longer has; compile the .cu "
+                f"files again with this CUDA's nvcc ({', '.join(stale)} came from an older one)"
+            )
         return "\n".join(lines)
 
     def _write_package(self, target: Path, ns: str, so: str, root: Path) -> None:
