@@ -135,6 +135,44 @@ def test_wrong_number_of_gradients_names_the_class():
         Twice()(a, b).sum().backward()
 
 
+def test_extra_gradients_that_are_none_are_dropped_as_torch_does():
+    """PartNet's SampleFunction(npoints) takes one input and its backward
+    returns (grad, None), for its index output: torch's autograd drops
+    trailing Nones beyond the inputs, and always has. A tensor there is
+    still an error."""
+
+    class Sample(Function):
+        def __init__(self, k):  # calls no super().__init__(), as PartNet's
+            self.k = k
+
+        def forward(self, x):
+            idx = torch.arange(self.k)
+            self.save_for_backward(idx)
+            self.n = x.size(0)
+            return x[idx] * 3, idx
+
+        def backward(self, grad_out, grad_idx):
+            (idx,) = self.saved_tensors
+            return torch.zeros(self.n, dtype=grad_out.dtype).index_add_(0, idx, grad_out * 3), None
+
+    x = torch.randn(5, requires_grad=True)
+    out, idx = Sample(3)(x)
+    assert torch.equal(idx, torch.arange(3))
+    g = torch.randn(3)
+    (grad,) = torch.autograd.grad((out * g).sum(), x)
+    assert torch.equal(grad, torch.cat([g * 3, torch.zeros(2)]))
+
+    class Extra(Function):
+        def forward(self, x):
+            return x * 2
+
+        def backward(self, grad):
+            return grad * 2, grad
+
+    with pytest.raises(RuntimeError, match=r"Extra.backward returned 2 gradient\(s\); forward took 1 input"):
+        Extra()(torch.randn(3, requires_grad=True)).sum().backward()
+
+
 def test_keyword_arguments_are_refused():
     with pytest.raises(TypeError, match=r"ScaledLinear: a legacy autograd function takes its inputs by"):
         ScaledLinear(1.0)(x=torch.randn(2, 2))

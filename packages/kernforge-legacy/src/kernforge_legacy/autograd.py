@@ -139,6 +139,8 @@ class _Bridge(torch.autograd.Function):
             del legacy._legacy_context
         if not isinstance(grads, tuple):
             grads = (grads,)
+        if len(grads) > ctx.n_inputs and all(g is None for g in grads[ctx.n_inputs :]):
+            grads = grads[: ctx.n_inputs]  # extra Nones, as torch's autograd has always taken them
         if len(grads) != ctx.n_inputs:
             raise RuntimeError(
                 f"{type(legacy).__name__}.backward returned {len(grads)} gradient(s); "
