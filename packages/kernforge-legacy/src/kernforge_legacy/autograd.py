@@ -57,7 +57,8 @@ class Function:
 
     A subclass defines ``forward(self, *inputs)`` returning a tensor or a
     tuple of tensors, and ``backward(self, *grad_outputs)`` returning one
-    gradient (or None) per input of ``forward``, a single one bare. Inputs may
+    gradient (or None) per input of ``forward``, a single one bare; extra
+    Nones after those are dropped, as torch's autograd drops them. Inputs may
     also be numbers or None; they get no gradient.
 
     Raises:
