@@ -1002,6 +1002,55 @@ def test_storages_in_and_tensors_and_storages_out(tmp_path, workdir):
 
 
 @pytest.mark.cuda
+def test_a_kernel_launch_the_c_code_left_unchecked_raises_naming_the_function(tmp_path, workdir, monkeypatch):
+    """2017 kernels were launched unchecked: a launch that fails (too many
+    threads, no kernel for this GPU) raises from the function that made it,
+    not from torch's next op, which then runs. A launch that works is
+    unchanged."""
+    header = "int fill(THCudaTensor *x, int threads);"
+    source = (
+        "#include <THC/THC.h>\nextern THCState *state;\nvoid k_fill(float *p, int n, int threads);\n"
+        "int fill(THCudaTensor *x, int threads) {\n"
+        "  k_fill(THCudaTensor_data(state, x), (int)THCudaTensor_nElement(state, x), threads);\n"
+        "  return 1;\n}\n"
+    )
+    kernel = (
+        "__global__ void k(float *p, int n) { int i = threadIdx.x; if (i < n) p[i] = 7; }\n"
+        'extern "C" void k_fill(float *p, int n, int threads) { k<<<1, threads>>>(p, n); }\n'
+    )
+    _write(tmp_path, {"k.cu": kernel})
+    ext = _extension(tmp_path, header, source, with_cuda=True, verbose=False)
+    ext.sources.append(tmp_path / "k.cu")
+    m = _load(ext.build(), "fixture_unchecked_launch")
+    x = torch.full((32,), -1.0, device="cuda")
+    assert m.fill(x, 32) == 1 and torch.equal(x, torch.full_like(x, 7))
+    with pytest.raises(
+        RuntimeError,
+        match=r"^fill: a CUDA kernel it launched did not run: cudaErrorInvalid(Value|Configuration): ",
+    ):
+        m.fill(x, 4096)  # above the 1024 threads a block may have (CUDA 13 says InvalidValue)
+    assert torch.equal(torch.ones(3, device="cuda") * 2, torch.full((3,), 2.0, device="cuda"))
+
+    # kernels for another GPU only (SASS of another major version, no PTX to compile)
+    major, minor = torch.cuda.get_device_capability()
+    other = "9.0" if major == 8 else "8.0"
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", other)
+    (tmp_path / "build").mkdir()
+    _write(tmp_path / "build", {"k.cu": kernel})
+    ext = _extension(tmp_path / "build", header, source, with_cuda=True, verbose=False)
+    ext.sources.append(tmp_path / "build" / "k.cu")
+    m = _load(ext.build(), "fixture_other_gpu")
+    with pytest.raises(
+        RuntimeError,
+        match=rf"fill: a CUDA kernel it launched did not run: cudaErrorNoKernelImageForDevice: .* \(its "
+        rf"kernels were compiled for other GPUs: compile the \.cu files with -arch=sm_{major}{minor} "
+        r"for this one\)",
+    ):
+        m.fill(x, 32)
+    assert torch.equal(x, torch.full_like(x, 7))  # untouched by the failed launch, and torch goes on
+
+
+@pytest.mark.cuda
 @pytest.mark.sanitize
 def test_cuda_storages_in_and_tensors_and_storages_out(tmp_path, workdir):
     """The same on CUDA: THC's storages and tensors, made in C and returned."""

@@ -759,7 +759,14 @@ class Extension:
             if f.returned_handle:  # the handle's reference, taken over by the returned tensor
                 storage = "true" if f.returned_handle.endswith("Storage") else "false"
                 call = f'Tensor(kernforge_legacy::returned_tensor({call}, {storage}, "{f.name}"))'
-            lines += [f"  {'' if f.returns == 'void' else 'return '}{call};", "}", ""]
+            if self.with_cuda and tensors:  # a launch the C code left unchecked raises, naming f
+                check = f'  if (guard.on_cuda()) kernforge_legacy::check_launches("{f.name}");'
+                if f.returns == "void":
+                    lines += [f"  {call};", check, "}", ""]
+                else:
+                    lines += [f"  auto r = {call};", check, "  return r;", "}", ""]
+            else:
+                lines += [f"  {'' if f.returns == 'void' else 'return '}{call};", "}", ""]
         lines += ["}  // namespace", "", f"STABLE_TORCH_LIBRARY({ns}, m) {{"]
         lines += [f'  m.def("{f.schema}");' for f in self.functions]
         lines += ["}", "", f"STABLE_TORCH_LIBRARY_IMPL({ns}, CompositeExplicitAutograd, m) {{"]

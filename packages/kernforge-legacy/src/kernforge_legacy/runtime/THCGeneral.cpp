@@ -589,4 +589,25 @@ cudaError_t THCudaFree(THCState*, void* ptr) {
 
 }  // extern "C"
 
+namespace kernforge_legacy {
+
+void check_launches(const char* fn) {
+  const cudaError_t err = cudaGetLastError();  // taken, as __THCudaCheck takes it
+  if (err == cudaSuccess) return;
+  std::string message = std::string(fn) +
+                        ": a CUDA kernel it launched did not run: " + cudaGetErrorName(err) + ": " +
+                        cudaGetErrorString(err);
+  int device = 0, major = 0, minor = 0;
+  if (err == cudaErrorNoKernelImageForDevice && cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess) {
+    const std::string sm = std::to_string(major) + std::to_string(minor);
+    message += " (its kernels were compiled for other GPUs: compile the .cu files with -arch=sm_" +
+               sm + " for this one)";
+  }
+  throw std::runtime_error(message);
+}
+
+}  // namespace kernforge_legacy
+
 #endif  // KERNFORGE_LEGACY_WITH_CUDA

@@ -143,9 +143,18 @@ class DeviceGuard {
   ~DeviceGuard();
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
+  bool on_cuda() const { return guard_ != nullptr; }
 
  private:
   DeviceGuardHandle guard_ = nullptr;
 };
+
+#ifdef KERNFORGE_LEGACY_WITH_CUDA
+// After a function with CUDA tensor arguments returns: a kernel launch in it
+// that failed, and that its C code left unchecked (as most 2017 code did),
+// raises here naming the function, where torch's next launch check would
+// have blamed its own op.
+void check_launches(const char* fn);
+#endif
 
 }  // namespace kernforge_legacy
