@@ -718,9 +718,73 @@ def test_an_object_from_an_nvcc_before_9_2_fails_with_a_message_saying_compile_i
         f"  cudaConfigureCall  (called in {obj})\n"
         f"  cudaLaunch  (called in {obj})\n"
         f"  cudaSetupArgument  (called in {obj})\n"
+        f"{obj}: CUDA code, and a build without with_cuda=True does not link CUDA's runtime: build with "
+        "create_extension(..., with_cuda=True) where CUDA is, or leave CUDA's objects out of a CPU build\n"
         "cudaConfigureCall, cudaLaunch, cudaSetupArgument: kernel launches as an nvcc before CUDA 9.2 "
         "compiled them, which this CUDA's runtime no longer has; compile the .cu files again with this "
         f"CUDA's nvcc ({obj} came from an older one)"
+    )
+
+
+def test_c_that_gcc_14_refuses_builds_with_warnings_as_in_2017(tmp_path, workdir, monkeypatch):
+    """gcc 14 made a pointer of another type an error in C (DenseFusion's C
+    calls THCudaLongTensor_size on a THCudaTensor*; medicaldetectiontoolkit's
+    THLongTensor_isContiguous on a THFloatTensor*), where 2017's compilers
+    warned. A build asks the compiler once which flag gives the warnings
+    back. Here a stand-in for gcc 14: gcc with those errors on unless
+    -fpermissive is given."""
+    gcc14 = tmp_path / "gcc14"
+    gcc14.write_text(
+        "#!/bin/bash\nargs=()\n"
+        "strict=(-Werror=incompatible-pointer-types -Werror=implicit-function-declaration\n"
+        "        -Werror=int-conversion)\n"
+        'for a in "$@"; do if [ "$a" = -fpermissive ]; then strict=(); else args+=("$a"); fi; done\n'
+        'exec gcc "${strict[@]}" "${args[@]}"\n'
+    )
+    gcc14.chmod(0o755)
+    monkeypatch.setenv("CC", str(gcc14))
+    monkeypatch.setattr(ffi, "_c_flags_seen", {})
+    source = "#include <TH/TH.h>\nint f(THFloatTensor *x) { return THLongTensor_isContiguous(x); }\n"
+    _write(tmp_path, {"f.h": "int f(THFloatTensor *x);", "f.c": source})
+    syntax = [str(gcc14), "-fsyntax-only", f"-I{ffi.include_dir()}", "f.c"]
+    refused = subprocess.run(syntax, cwd=tmp_path, capture_output=True, text=True)
+    assert refused.returncode != 0 and "incompatible-pointer-types" in refused.stderr
+    assert ffi._c_as_in_2017() == ("-fpermissive",)
+    ext = ffi.create_extension("f", headers="f.h", sources=["f.c"], relative_to=str(tmp_path / "build.py"))
+    m = _load(ext.build(), "fixture_gcc14")
+    assert m.f(torch.zeros(2, 3)) == 1 and m.f(torch.zeros(2, 3).t()) == 0
+
+
+def test_a_cuda_object_in_a_cpu_build_fails_with_a_message_saying_with_cuda(tmp_path, workdir):
+    """medicaldetectiontoolkit's nms build.py links its kernel object also
+    when torch has no CUDA (with_cuda=False): the message says that object
+    is CUDA code, which a CPU build cannot link."""
+    _write(
+        tmp_path,
+        {
+            "k.c": "int cudaLaunchKernel(const void *, int, int, void **, unsigned long, void *);\n"
+            "void k_launcher(float *p) {\n  void *args[] = {&p};\n"
+            "  cudaLaunchKernel((const void *)k_launcher, 1, 32, args, 0, 0);\n}\n",
+        },
+    )
+    _run(["cc", "-c", "-fPIC", "k.c", "-o", "k.cu.o"], tmp_path)
+    ext = _extension(
+        tmp_path,
+        "int f(THFloatTensor *x);",
+        "#include <TH/TH.h>\nvoid k_launcher(float *p);\n"
+        "int f(THFloatTensor *x) { k_launcher(THFloatTensor_data(x)); return 1; }\n",
+        verbose=False,
+    )
+    ext.extra_objects.append(str(tmp_path / "k.cu.o"))
+    with pytest.raises(ffi.BuildError) as info:
+        ext.build()
+    obj = tmp_path / "k.cu.o"
+    assert str(info.value) == (
+        "building f failed: functions the code calls are defined nowhere\n"
+        "other functions, in no source or library of the build:\n"
+        f"  cudaLaunchKernel  (called in {obj})\n"
+        f"{obj}: CUDA code, and a build without with_cuda=True does not link CUDA's runtime: build with "
+        "create_extension(..., with_cuda=True) where CUDA is, or leave CUDA's objects out of a CPU build"
     )
 
 

@@ -846,7 +846,7 @@ class Extension:
         return {
             "defines": defines,
             "includes": includes,
-            "c": ["-fexceptions", "-fcommon"],
+            "c": ["-fexceptions", "-fcommon", *_c_as_in_2017()],
             "cxx": tool["cxx"],
             "link": link,
         }
@@ -977,6 +977,13 @@ class Extension:
         if other:
             lines.append("other functions, in no source or library of the build:")
             lines += [f"  {f}  (called in {', '.join(sorted(calls[f]))})" for f in other]
+        cuda = sorted({caller for f in other if f.startswith(("cuda", "__cuda")) for caller in calls[f]})
+        if cuda and not self.with_cuda:
+            lines.append(
+                f"{', '.join(cuda)}: CUDA code, and a build without with_cuda=True does not link CUDA's "
+                "runtime: build with create_extension(..., with_cuda=True) where CUDA is, or leave CUDA's "
+                "objects out of a CPU build"
+            )
         stale = sorted({caller for f in other if f in _OLD_NVCC_LAUNCH for caller in calls[f]})
         if stale:
             lines.append(
@@ -1157,6 +1164,45 @@ def _cuda_home() -> Path:
         "create_extension(with_cuda=True): CUDA's headers (include/cuda_runtime_api.h) are in none of "
         f"{[str(c) for c in candidates if c]}; set CUDA_HOME to the CUDA toolkit"
     )
+
+
+# C that compilers of 2017 warned of, and gcc 14 and clang 16 refuse in C99 and
+# later: a pointer of another type (DenseFusion's THCudaLongTensor_size on a
+# THCudaTensor*), a function called undeclared, an int where a pointer goes.
+_C_2017 = "int *f(long *p) { return p; }\nint g(void) { return undeclared(); }\nint *h(void) { return 1; }\n"
+_C_2017_FLAGS = (
+    (),
+    ("-fpermissive",),  # gcc 14 and later: those errors are warnings again
+    (  # clang
+        "-Wno-error=incompatible-pointer-types",
+        "-Wno-error=implicit-function-declaration",
+        "-Wno-error=int-conversion",
+    ),
+)
+_c_flags_seen: dict[str, tuple[str, ...]] = {}
+
+
+def _c_as_in_2017() -> tuple[str, ...]:
+    """The flags with which $CC warns, as 2017's compilers did, where it now
+    stops with an error (none for gcc 13 and older); found once per compiler
+    by compiling a line of each kind. A C++ compiler as CC takes none."""
+    cc = os.environ.get("CC", "cc")
+    if _cc_is_cxx():
+        return ()
+    if cc not in _c_flags_seen:
+        _c_flags_seen[cc] = ()
+        for flags in _C_2017_FLAGS:
+            try:
+                probe = subprocess.run(
+                    [*shlex.split(cc), "-x", "c", "-std=gnu11", "-fsyntax-only", *flags, "-"],
+                    input=_C_2017, capture_output=True, text=True,
+                )  # fmt: skip
+            except OSError:  # no such compiler: the build says so
+                break
+            if probe.returncode == 0 and "not for C" not in probe.stderr:
+                _c_flags_seen[cc] = flags
+                break
+    return _c_flags_seen[cc]
 
 
 def _cc_is_cxx() -> bool:
