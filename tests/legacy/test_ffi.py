@@ -685,21 +685,10 @@ def test_unsupported_th_functions_fail_with_one_message_naming_each(tmp_path, wo
     )
 
 
-def test_an_object_from_an_nvcc_before_9_2_fails_with_a_message_saying_compile_it_again(tmp_path, workdir):
-    """2017 repositories shipped the .cu.o their make.sh had built (PartNet's
-    pytorch_ops): its kernel launches call cudaConfigureCall, cudaSetupArgument
-    and cudaLaunch, which today's CUDA runtime lacks. The message names the
-    object and says to compile the .cu files again."""
-    _write(
-        tmp_path,
-        {
-            "k.c": "int cudaConfigureCall(int, int, unsigned long, void *);\n"
-            "int cudaSetupArgument(const void *, unsigned long, unsigned long);\n"
-            "int cudaLaunch(const void *);\n"
-            "void k_launcher(float *p) {\n  if (cudaConfigureCall(1, 32, 0, 0) == 0) {\n"
-            "    cudaSetupArgument(&p, sizeof p, 0);\n    cudaLaunch((const void *)k_launcher);\n  }\n}\n",
-        },
-    )
+def _link_error_with_object(tmp_path, kernel_c: str) -> tuple[str, Path]:
+    """The BuildError message of a CPU extension whose f calls k_launcher,
+    defined in k.cu.o: `kernel_c` compiled by cc, standing in for nvcc's."""
+    _write(tmp_path, {"k.c": kernel_c})
     _run(["cc", "-c", "-fPIC", "k.c", "-o", "k.cu.o"], tmp_path)
     ext = _extension(
         tmp_path,
@@ -711,15 +700,36 @@ def test_an_object_from_an_nvcc_before_9_2_fails_with_a_message_saying_compile_i
     ext.extra_objects.append(str(tmp_path / "k.cu.o"))
     with pytest.raises(ffi.BuildError) as info:
         ext.build()
-    obj = tmp_path / "k.cu.o"
-    assert str(info.value) == (
+    return str(info.value), tmp_path / "k.cu.o"
+
+
+def _cuda_in_a_cpu_build(obj: Path) -> str:
+    return (
+        f"{obj}: CUDA code, and a build without with_cuda=True does not link CUDA's runtime: build with "
+        "create_extension(..., with_cuda=True) where CUDA is, or leave CUDA's objects out of a CPU build"
+    )
+
+
+def test_an_object_from_an_nvcc_before_9_2_fails_with_a_message_saying_compile_it_again(tmp_path, workdir):
+    """2017 repositories shipped the .cu.o their make.sh had built (PartNet's
+    pytorch_ops): its kernel launches call cudaConfigureCall, cudaSetupArgument
+    and cudaLaunch, which today's CUDA runtime lacks. The message names the
+    object and says to compile the .cu files again."""
+    message, obj = _link_error_with_object(
+        tmp_path,
+        "int cudaConfigureCall(int, int, unsigned long, void *);\n"
+        "int cudaSetupArgument(const void *, unsigned long, unsigned long);\n"
+        "int cudaLaunch(const void *);\n"
+        "void k_launcher(float *p) {\n  if (cudaConfigureCall(1, 32, 0, 0) == 0) {\n"
+        "    cudaSetupArgument(&p, sizeof p, 0);\n    cudaLaunch((const void *)k_launcher);\n  }\n}\n",
+    )
+    assert message == (
         "building f failed: functions the code calls are defined nowhere\n"
         "other functions, in no source or library of the build:\n"
         f"  cudaConfigureCall  (called in {obj})\n"
         f"  cudaLaunch  (called in {obj})\n"
         f"  cudaSetupArgument  (called in {obj})\n"
-        f"{obj}: CUDA code, and a build without with_cuda=True does not link CUDA's runtime: build with "
-        "create_extension(..., with_cuda=True) where CUDA is, or leave CUDA's objects out of a CPU build\n"
+        f"{_cuda_in_a_cpu_build(obj)}\n"
         "cudaConfigureCall, cudaLaunch, cudaSetupArgument: kernel launches as an nvcc before CUDA 9.2 "
         "compiled them, which this CUDA's runtime no longer has; compile the .cu files again with this "
         f"CUDA's nvcc ({obj} came from an older one)"
@@ -759,32 +769,17 @@ def test_a_cuda_object_in_a_cpu_build_fails_with_a_message_saying_with_cuda(tmp_
     """medicaldetectiontoolkit's nms build.py links its kernel object also
     when torch has no CUDA (with_cuda=False): the message says that object
     is CUDA code, which a CPU build cannot link."""
-    _write(
+    message, obj = _link_error_with_object(
         tmp_path,
-        {
-            "k.c": "int cudaLaunchKernel(const void *, int, int, void **, unsigned long, void *);\n"
-            "void k_launcher(float *p) {\n  void *args[] = {&p};\n"
-            "  cudaLaunchKernel((const void *)k_launcher, 1, 32, args, 0, 0);\n}\n",
-        },
+        "int cudaLaunchKernel(const void *, int, int, void **, unsigned long, void *);\n"
+        "void k_launcher(float *p) {\n  void *args[] = {&p};\n"
+        "  cudaLaunchKernel((const void *)k_launcher, 1, 32, args, 0, 0);\n}\n",
     )
-    _run(["cc", "-c", "-fPIC", "k.c", "-o", "k.cu.o"], tmp_path)
-    ext = _extension(
-        tmp_path,
-        "int f(THFloatTensor *x);",
-        "#include <TH/TH.h>\nvoid k_launcher(float *p);\n"
-        "int f(THFloatTensor *x) { k_launcher(THFloatTensor_data(x)); return 1; }\n",
-        verbose=False,
-    )
-    ext.extra_objects.append(str(tmp_path / "k.cu.o"))
-    with pytest.raises(ffi.BuildError) as info:
-        ext.build()
-    obj = tmp_path / "k.cu.o"
-    assert str(info.value) == (
+    assert message == (
         "building f failed: functions the code calls are defined nowhere\n"
         "other functions, in no source or library of the build:\n"
         f"  cudaLaunchKernel  (called in {obj})\n"
-        f"{obj}: CUDA code, and a build without with_cuda=True does not link CUDA's runtime: build with "
-        "create_extension(..., with_cuda=True) where CUDA is, or leave CUDA's objects out of a CPU build"
+        f"{_cuda_in_a_cpu_build(obj)}"
     )
 
 
