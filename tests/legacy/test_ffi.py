@@ -11,6 +11,7 @@ and checked against references: on the CPU everywhere, on CUDA on a GPU host.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 import shutil
@@ -962,9 +963,11 @@ def test_unsupported_prototypes_are_refused_by_name(tmp_path, header, message):
 
 def test_a_prototype_python_cannot_call_leaves_the_rest_built(tmp_path, workdir):
     """cffi wrapped every prototype of the header, and 2017 headers declared
-    helpers over raw pointers among the exported functions (EmbraceLife's
-    my_lib.h: THSize_isSameSizeAs over int64_t arrays): the extension builds,
-    with a warning, and only calling such a function raises."""
+    helpers among the exported functions that Python cannot call (a pointer
+    to a pointer, a char * returned): the extension builds, with a warning,
+    and only calling such a function raises. A helper over an array of
+    numbers (EmbraceLife's my_lib.h: THSize_isSameSizeAs over int64_t
+    arrays) takes one from ctypes or cffi."""
     header = (
         "int f(THFloatTensor *x);\n"
         "int sum_of(const int64_t *values, int64_t n);\n"
@@ -982,21 +985,65 @@ def test_a_prototype_python_cannot_call_leaves_the_rest_built(tmp_path, workdir)
     with pytest.warns(UserWarning) as caught:
         ext = _extension(tmp_path, header, source, verbose=False)
     reasons = [str(w.message) for w in caught]
-    assert any(
-        "parameter 1 of sum_of ('const int64_t *values') cannot be passed from Python" in r for r in reasons
-    )
+    assert not any("sum_of" in r for r in reasons)
     assert any("parameter 1 of g ('THFloatStorage **s') cannot be passed" in r for r in reasons)
     assert any("make returns 'char *'" in r for r in reasons)
     module = _load(ext.build(), "fixture_unwrapped")
     assert module.f(torch.ones(2, 5)) == 10
-    for name, what in (
-        ("sum_of", "parameter 1 of sum_of"),
-        ("g", "parameter 1 of g"),
-        ("make", "make returns"),
-    ):
+    assert module.sum_of((ctypes.c_int64 * 4)(1, 2, 3, 4), 4) == 10
+    for name, what in (("g", "parameter 1 of g"), ("make", "make returns")):
         with pytest.raises(TypeError, match=rf"{what}.*built the extension without a Python function for it"):
-            getattr(module, name)(None, 1) if name == "sum_of" else getattr(module, name)(None)
+            getattr(module, name)(None)
     assert sorted(module.__all__) == ["f", "g", "make", "sum_of"]
+
+
+_POINTERS_H = "int bump(int *n, float *out, const double *scale, void *raw, long count);"
+_POINTERS_C = (
+    "#include <TH/TH.h>\n"
+    "int bump(int *n, float *out, const double *scale, void *raw, long count) {\n"
+    "  if (n == NULL) return -1;\n  *n += 1;\n"
+    "  for (long i = 0; i < count; i++) out[i] = (float)(i * *scale);\n"
+    "  if (raw) ((unsigned char *)raw)[0] = 7;\n  return *n;\n}\n"
+)
+
+
+def test_pointers_to_numbers_take_ctypes_memory(tmp_path, workdir):
+    """A parameter that points to a C number (stn.pytorch's `int *device`, an
+    output array `float *out`) takes the memory of a ctypes number, array or
+    pointer of that kind and size (any, for void *), or None for NULL; the C
+    code's writes land there. Anything else is an ArgumentTypeError naming
+    the argument."""
+    m = _load(_extension(tmp_path, _POINTERS_H, _POINTERS_C, verbose=False).build(), "fixture_pointers")
+    n, out, scale = ctypes.c_int(41), (ctypes.c_float * 3)(), ctypes.c_double(2.5)
+    raw = (ctypes.c_ubyte * 1)()
+    assert m.bump(n, out, scale, raw, 3) == 42
+    assert n.value == 42 and list(out) == [0.0, 2.5, 5.0] and raw[0] == 7
+    assert m.bump(ctypes.pointer(n), out, ctypes.pointer(scale), None, 0) == 43 and n.value == 43
+    assert m.bump(None, out, scale, raw, 3) == -1
+    for bad, got in ((ctypes.c_long(1), "c_long"), (5, "int"), (torch.zeros(1, dtype=torch.int32), "Tensor")):
+        with pytest.raises(
+            ffi.ArgumentTypeError,
+            match=rf"^bump: argument 1 \(n, int\*\): expected a pointer to int \(cffi's ffi.new\('int \*'\), "
+            rf"a ctypes int or an array of them\) or None for NULL, got {got}$",
+        ):
+            m.bump(bad, out, scale, raw, 3)
+    with pytest.raises(ffi.ArgumentTypeError, match=r"argument 2 \(out, float\*\): .* got c_double_Array_3"):
+        m.bump(n, (ctypes.c_double * 3)(), scale, raw, 3)
+
+
+def test_pointers_to_numbers_take_cffi_memory_as_2017_code_passed_it(tmp_path, workdir):
+    """stn.pytorch (2017) passes `ffi.new("int *")` for its CUDA functions'
+    `int *device`: cffi's pointers and arrays of the parameter's kind and
+    size are taken, others refused."""
+    cffi = pytest.importorskip("cffi")  # the tests' requirements install it
+    ffi_ = cffi.FFI()
+    m = _load(_extension(tmp_path, _POINTERS_H, _POINTERS_C, verbose=False).build(), "fixture_pointers_cffi")
+    n, out, scale = ffi_.new("int *", 41), ffi_.new("float[3]"), ffi_.new("double *", 2.5)
+    raw = ffi_.new("char[1]")
+    assert m.bump(n, out, scale, raw, 3) == 42
+    assert n[0] == 42 and list(out) == [0.0, 2.5, 5.0] and raw[0] == b"\x07"
+    with pytest.raises(ffi.ArgumentTypeError, match=r"argument 1 \(n, int\*\): .* got cffi long \*$"):
+        m.bump(ffi_.new("long *"), out, scale, raw, 3)
 
 
 def test_storages_in_and_tensors_and_storages_out(tmp_path, workdir):
@@ -1155,11 +1202,13 @@ def test_unsupported_arguments_are_refused(tmp_path):
 
 
 def test_header_parsing_refuses_or_sets_aside_what_python_cannot_call():
-    with pytest.raises(ValueError, match=r"parameter 1 of f \('float \*buf'\) cannot be passed from Python"):
-        ffi.parse_header("int f(float *buf);", "f.h", False)
+    with pytest.raises(ValueError, match=r"parameter 1 of f \('float \*\*buf'\) cannot be passed from"):
+        ffi.parse_header("int f(float **buf);", "f.h", False)
     skipped = []
-    protos = ffi.parse_header("int f(float *buf);\nint g(int n);\nchar *h(int n);", "f.h", False, skipped)
-    assert [p.name for p in protos] == ["g"]
+    header = "int f(float **buf);\nint g(int n, unsigned char *bytes, const void *p);\nchar *h(int n);"
+    protos = ffi.parse_header(header, "f.h", False, skipped)
+    assert [p.schema for p in protos] == ["g(int n, int bytes, int p) -> int"]  # pointers: addresses
+    assert [p.c_decl for p in protos[0].params] == ["int", "unsigned char *", "const void *"]
     assert [name for name, _ in skipped] == ["f", "h"]
     assert "h returns 'char *'" in skipped[1][1]
 

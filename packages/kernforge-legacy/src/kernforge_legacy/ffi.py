@@ -28,6 +28,7 @@ This module imports nothing from its package: ``setup.py`` loads it by path.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import hashlib
 import importlib.util
 import os
@@ -268,7 +269,47 @@ def _parser_error(name: str, params, args, kwargs, text: str) -> ArgumentTypeErr
     return None
 
 
-def legacy_function(op, name: str, storages: dict[int, str] | None = None, returns_storage: bool = False):
+def _address(name: str, i: int, param: str, c_type: str, value) -> int:
+    """The address a pointer parameter (`c_type *`) gets: None is NULL; else
+    the memory of a cffi pointer or array (`ffi.new("int *")`, as 2017 code
+    passed to the cffi wrapper), or of a ctypes number, array or pointer, of
+    the same kind and size (any, for `void *`)."""
+    if value is None:
+        return 0
+    got, pointee, address = type(value).__name__, None, None
+    if type(value).__module__ == "_cffi_backend":  # cffi's CData; its module is loaded if one exists
+        import _cffi_backend as cffi
+
+        ctype = cffi.typeof(value)
+        got = f"cffi {ctype.cname}"
+        if ctype.kind in ("pointer", "array"):
+            address = int(cffi.cast(cffi.new_primitive_type("uintptr_t"), value))
+            if ctype.item.kind == "primitive":
+                kind = "float" if ctype.item.cname in ("float", "double", "long double") else "int"
+                pointee = (kind, cffi.sizeof(ctype.item))
+    elif isinstance(value, (ctypes.Array, ctypes._Pointer, ctypes._SimpleCData)):
+        item = type(value) if isinstance(value, ctypes._SimpleCData) else value._type_
+        if isinstance(value, ctypes._Pointer):
+            address = ctypes.cast(value, ctypes.c_void_p).value or 0
+        elif isinstance(value, ctypes.Array) or item._type_ not in "zZPO":  # not c_char_p, c_void_p, ...
+            address = ctypes.addressof(value)
+        if isinstance(item, type) and issubclass(item, ctypes._SimpleCData) and item._type_ not in "zZPO":
+            pointee = ("float" if item._type_ in "fdg" else "int", ctypes.sizeof(item))
+    if address is not None and (c_type == "void" or pointee == _POINTEE_SIZES[c_type]):
+        return address
+    raise ArgumentTypeError(
+        f"{name}: argument {i + 1} ({param}, {c_type}*): expected a pointer to {c_type} (cffi's "
+        f"ffi.new('{c_type} *'), a ctypes {c_type} or an array of them) or None for NULL, got {got}"
+    )
+
+
+def legacy_function(
+    op,
+    name: str,
+    storages: dict[int, str] | None = None,
+    returns_storage: bool = False,
+    pointers: dict[int, str] | None = None,
+):
     """The Python function an extension module exports for the op of the C
     function `name` (the op is its ``.op``): the op, with its argument errors raised as
     :class:`ArgumentTypeError` or :class:`ArgumentOverflowError` (each also a
@@ -277,10 +318,13 @@ def legacy_function(op, name: str, storages: dict[int, str] | None = None, retur
     to its C type: a torch storage passed there reaches the op as a 1-D tensor
     over all of it (a ``TypedStorage`` of its dtype, an ``UntypedStorage``'s
     bytes as the C type's elements). With ``returns_storage`` the C function returns a storage,
-    which comes back as a ``torch.TypedStorage``, as the old ffi returned one."""
+    which comes back as a ``torch.TypedStorage``, as the old ffi returned one. ``pointers``
+    maps the index of each pointer parameter (``int *``) to the C type it points to: the op
+    takes the address of the cffi or ctypes memory passed there (:func:`_address`)."""
     import torch
 
     storages = storages or {}
+    pointers = pointers or {}
     params = op._schema.arguments
     position = {p.name: i for i, p in enumerate(params)}
 
@@ -298,10 +342,15 @@ def legacy_function(op, name: str, storages: dict[int, str] | None = None, retur
             f"(tensor.untyped_storage(), torch.FloatStorage(...)), got {type(value).__name__}"
         )
 
+    def as_argument(i, value):
+        if i in pointers:
+            return _address(name, i, params[i].name, pointers[i], value)
+        return as_tensor(i, value)
+
     def call(*args, **kwargs):
-        if storages:
-            args = tuple(as_tensor(i, a) for i, a in enumerate(args))
-            kwargs = {k: as_tensor(position.get(k, -1), v) for k, v in kwargs.items()}
+        if storages or pointers:
+            args = tuple(as_argument(i, a) for i, a in enumerate(args))
+            kwargs = {k: as_argument(position.get(k, -1), v) for k, v in kwargs.items()}
         # the empty tensors (not the storage arguments), which C code resizes as
         # outputs: after the call, one it grew in place is checked for another
         # tensor over its storage
@@ -412,6 +461,23 @@ _INT_TYPES = {
 }  # fmt: skip
 _FLOAT_TYPES = {"float", "double"}
 _BOOL_TYPES = {"bool", "_Bool"}
+# What a pointer parameter (int *device, float *out) may point to: (kind, size
+# in bytes). cffi's or ctypes' memory of the same kind and size is passed.
+_POINTEE_SIZES = {
+    name: ("float" if name in _FLOAT_TYPES else "int", ctypes.sizeof(ct))
+    for name, ct in {
+        "int": ctypes.c_int, "unsigned": ctypes.c_uint, "unsigned int": ctypes.c_uint, "signed": ctypes.c_int,
+        "signed int": ctypes.c_int, "long": ctypes.c_long, "long int": ctypes.c_long,
+        "unsigned long": ctypes.c_ulong, "unsigned long int": ctypes.c_ulong, "long long": ctypes.c_longlong,
+        "unsigned long long": ctypes.c_ulonglong, "short": ctypes.c_short, "unsigned short": ctypes.c_ushort,
+        "char": ctypes.c_char, "signed char": ctypes.c_byte, "unsigned char": ctypes.c_ubyte,
+        "size_t": ctypes.c_size_t, "ptrdiff_t": ctypes.c_ssize_t, "int8_t": ctypes.c_int8,
+        "int16_t": ctypes.c_int16, "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64,
+        "uint8_t": ctypes.c_uint8, "uint16_t": ctypes.c_uint16, "uint32_t": ctypes.c_uint32,
+        "uint64_t": ctypes.c_uint64, "float": ctypes.c_float, "double": ctypes.c_double,
+        "bool": ctypes.c_bool, "_Bool": ctypes.c_bool,
+    }.items()
+}  # fmt: skip
 _TYPE_WORDS = {"unsigned", "signed", "int", "long", "short", "char", "float", "double", "void", *_BOOL_TYPES}
 _CPU_TENSORS = {
     "THByteTensor": "uint8", "THCharTensor": "int8", "THShortTensor": "int16", "THIntTensor": "int32",
@@ -455,6 +521,7 @@ class Param:
     name: str  # the C name, or argN when the prototype has none
     is_tensor: bool  # a handle: a tensor or a storage (passed as a tensor over all of it)
     is_const: bool
+    is_pointer: bool = False  # a pointer to a C number (int *, float *, void *): its address
 
     @property
     def is_storage(self) -> bool:
@@ -464,13 +531,16 @@ class Param:
     def schema_type(self) -> str:
         if self.is_tensor:  # None passes NULL, as cffi passed it for any pointer
             return "Tensor?"
+        if self.is_pointer:  # the address of cffi's or ctypes' memory; 0 is NULL
+            return "int"
         if self.c_type in _FLOAT_TYPES:
             return "float"
         return "bool" if self.c_type in _BOOL_TYPES else "int"
 
     @property
     def c_decl(self) -> str:
-        return f"{'const ' if self.is_const else ''}{self.c_type}{' *' if self.is_tensor else ''}"
+        star = " *" if self.is_tensor or self.is_pointer else ""
+        return f"{'const ' if self.is_const else ''}{self.c_type}{star}"
 
 
 @dataclass(frozen=True)
@@ -556,11 +626,10 @@ def parse_header(
             continue
         # a C name that is a word of torch's schema language (`in`, `def`, ...) gets a `_`
         params = tuple(
-            Param(p.c_type, p.name + "_", p.is_tensor, p.is_const) if p.name in _SCHEMA_KEYWORDS else p
-            for p in params
+            dataclasses.replace(p, name=p.name + "_") if p.name in _SCHEMA_KEYWORDS else p for p in params
         )
         if len({p.name for p in params}) != len(params):
-            params = tuple(Param(p.c_type, f"arg{i}", p.is_tensor, p.is_const) for i, p in enumerate(params))
+            params = tuple(dataclasses.replace(p, name=f"arg{i}") for i, p in enumerate(params))
         protos.append(Prototype(name, ret, params, header))
     return protos
 
@@ -573,16 +642,19 @@ def _parse_param(text: str, index: int, fn: str, header: str, with_cuda: bool) -
     unsupported = (
         f"{header}: parameter {index + 1} of {fn} ({text!r}) cannot be passed from Python: an "
         "extension function takes tensor and storage handles (THFloatTensor *, THCudaTensor *, "
-        "THByteStorage *, ...), integers, float, double and bool"
+        "THByteStorage *, ...), integers, float, double and bool, and pointers to those (int *, "
+        "float *, void *, ...)"
     )
     if stars > 1 or any(not re.fullmatch(r"[A-Za-z_]\w*|\*", t) for t in tokens):
         raise _Unwrappable(unsupported)
     if stars == 1:
         star = tokens.index("*")
         base, rest = tokens[:star], tokens[star + 1 :]
-        if len(base) != 1 or len(rest) > 1:
+        if not base or len(rest) > 1:
             raise _Unwrappable(unsupported)
-        c_type, name = base[0], (rest[0] if rest else f"arg{index}")
+        c_type, name = " ".join(base), (rest[0] if rest else f"arg{index}")
+        if c_type in _POINTEE_SIZES or c_type == "void":  # int *device, float *out: cffi's ffi.new(...)
+            return Param(c_type, name, is_tensor=False, is_const=is_const, is_pointer=True)
         if c_type in _CUDA_HANDLES and not with_cuda:
             raise ValueError(
                 f"{header}: {fn} takes a {c_type} *, which needs create_extension(..., with_cuda=True)"
@@ -740,6 +812,10 @@ class Extension:
                     sig.append(f"std::optional<Tensor> a{i}")
                     kind = "storage_arg" if p.is_storage else "tensor_arg"
                     args.append(f"kernforge_legacy::{kind}<{p.c_type}>(a{i}, {where})")
+                elif p.is_pointer:  # an address legacy_function took from cffi's or ctypes' memory
+                    sig.append(f"int64_t a{i}")
+                    const = "const " if p.is_const else ""
+                    args.append(f"reinterpret_cast<{const}{p.c_type} *>(static_cast<uintptr_t>(a{i}))")
                 else:
                     boxed = {"float": "double", "bool": "bool"}.get(p.schema_type, "int64_t")
                     sig.append(f"{boxed} a{i}")
@@ -814,6 +890,9 @@ class Extension:
         storages = {i: p.c_type for i, p in enumerate(f.params) if p.is_storage}
         if storages:
             args.append(f"storages={storages!r}")
+        pointers = {i: p.c_type for i, p in enumerate(f.params) if p.is_pointer}
+        if pointers:
+            args.append(f"pointers={pointers!r}")
         if f.returned_handle and f.returned_handle.endswith("Storage"):
             args.append("returns_storage=True")
         return args
