@@ -435,7 +435,7 @@ def _beyond_int64(params, args, kwargs) -> tuple[int, int] | None:
 
 def unwrapped_function(name: str, reason: str):
     """The Python function an extension module exports for a C function whose
-    prototype cannot be called from Python (a raw pointer parameter, a pointer
+    prototype cannot be called from Python (a pointer to a pointer or a struct, a pointer
     returned): the extension builds, as cffi built it, and calling it raises
     TypeError with the reason."""
 
@@ -582,7 +582,7 @@ def parse_header(
 ) -> list[Prototype]:
     """The function prototypes of a header that holds only those (as the old
     ``torch.utils.ffi`` required); comments and preprocessor lines are skipped.
-    A prototype Python cannot call (a raw pointer parameter, a pointer
+    A prototype Python cannot call (a pointer to a pointer or a struct, a pointer
     returned other than a tensor's or a storage's) raises ValueError, or with
     ``skipped`` given is appended to it as (name, reason) and left out."""
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
