@@ -451,33 +451,28 @@ class _Unwrappable(ValueError):
     """A prototype that cannot be called from Python (its parameters or return)."""
 
 
-# C parameter and return types an extension function may use, and what the
-# torch op takes for them.
-_INT_TYPES = {
-    "int", "unsigned", "unsigned int", "long", "long int", "unsigned long", "unsigned long int",
-    "long long", "unsigned long long", "short", "unsigned short", "char", "signed char", "unsigned char",
-    "signed", "signed int", "size_t", "ptrdiff_t",
-    "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+# The C number types an extension function may take, return, or take a pointer
+# to, as ctypes spells them (for their sizes).
+_C_NUMBERS = {
+    "int": ctypes.c_int, "unsigned": ctypes.c_uint, "unsigned int": ctypes.c_uint, "signed": ctypes.c_int,
+    "signed int": ctypes.c_int, "long": ctypes.c_long, "long int": ctypes.c_long,
+    "unsigned long": ctypes.c_ulong, "unsigned long int": ctypes.c_ulong, "long long": ctypes.c_longlong,
+    "unsigned long long": ctypes.c_ulonglong, "short": ctypes.c_short, "unsigned short": ctypes.c_ushort,
+    "char": ctypes.c_char, "signed char": ctypes.c_byte, "unsigned char": ctypes.c_ubyte,
+    "size_t": ctypes.c_size_t, "ptrdiff_t": ctypes.c_ssize_t, "int8_t": ctypes.c_int8,
+    "int16_t": ctypes.c_int16, "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64,
+    "uint8_t": ctypes.c_uint8, "uint16_t": ctypes.c_uint16, "uint32_t": ctypes.c_uint32,
+    "uint64_t": ctypes.c_uint64, "float": ctypes.c_float, "double": ctypes.c_double,
+    "bool": ctypes.c_bool, "_Bool": ctypes.c_bool,
 }  # fmt: skip
 _FLOAT_TYPES = {"float", "double"}
 _BOOL_TYPES = {"bool", "_Bool"}
+_INT_TYPES = set(_C_NUMBERS) - _FLOAT_TYPES - _BOOL_TYPES
 # What a pointer parameter (int *device, float *out) may point to: (kind, size
 # in bytes). cffi's or ctypes' memory of the same kind and size is passed.
 _POINTEE_SIZES = {
-    name: ("float" if name in _FLOAT_TYPES else "int", ctypes.sizeof(ct))
-    for name, ct in {
-        "int": ctypes.c_int, "unsigned": ctypes.c_uint, "unsigned int": ctypes.c_uint, "signed": ctypes.c_int,
-        "signed int": ctypes.c_int, "long": ctypes.c_long, "long int": ctypes.c_long,
-        "unsigned long": ctypes.c_ulong, "unsigned long int": ctypes.c_ulong, "long long": ctypes.c_longlong,
-        "unsigned long long": ctypes.c_ulonglong, "short": ctypes.c_short, "unsigned short": ctypes.c_ushort,
-        "char": ctypes.c_char, "signed char": ctypes.c_byte, "unsigned char": ctypes.c_ubyte,
-        "size_t": ctypes.c_size_t, "ptrdiff_t": ctypes.c_ssize_t, "int8_t": ctypes.c_int8,
-        "int16_t": ctypes.c_int16, "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64,
-        "uint8_t": ctypes.c_uint8, "uint16_t": ctypes.c_uint16, "uint32_t": ctypes.c_uint32,
-        "uint64_t": ctypes.c_uint64, "float": ctypes.c_float, "double": ctypes.c_double,
-        "bool": ctypes.c_bool, "_Bool": ctypes.c_bool,
-    }.items()
-}  # fmt: skip
+    name: ("float" if name in _FLOAT_TYPES else "int", ctypes.sizeof(ct)) for name, ct in _C_NUMBERS.items()
+}
 _TYPE_WORDS = {"unsigned", "signed", "int", "long", "short", "char", "float", "double", "void", *_BOOL_TYPES}
 _CPU_TENSORS = {
     "THByteTensor": "uint8", "THCharTensor": "int8", "THShortTensor": "int16", "THIntTensor": "int32",
