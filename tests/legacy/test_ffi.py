@@ -766,6 +766,50 @@ def test_c_that_gcc_14_refuses_builds_with_warnings_as_in_2017(tmp_path, workdir
     assert m.f(torch.zeros(2, 3)) == 1 and m.f(torch.zeros(2, 3).t()) == 0
 
 
+def test_inline_functions_that_c99_leaves_undefined_link_as_gnu89_gave_them(tmp_path, workdir):
+    """A function defined `inline`, not `static`, has no out-of-line copy in
+    C99, and a call the compiler leaves out of line (a recursive one) is an
+    undefined reference; gcc before 5 (GNU89's rules) gave each such
+    definition one. SmoothParticleNets' common_funcs.h has them, through a
+    macro. The build gives the function one copy, in the first source that
+    defines it (two here: no duplicate), and says so."""
+    _write(
+        tmp_path,
+        {
+            "util.h": "#define DEVICE_FUNC inline\n"
+            "DEVICE_FUNC int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\n"
+            "inline int twice(int n) { return 2 * n; }\n",
+            "f.h": "int fa(int n);\nint fb(int n);",
+            "a.c": '#include "util.h"\nint fa(int n) { return fib(n); }\n',
+            "b.c": '#include "util.h"\nint fb(int n) { return fib(n) + twice(n); }\n',
+        },
+    )
+    ext = ffi.create_extension(
+        "f", headers="f.h", sources=["a.c", "b.c"], relative_to=str(tmp_path / "build.py"), verbose=False
+    )
+    with pytest.warns(UserWarning) as seen:
+        m = _load(ext.build(), "fixture_inline")
+    assert [str(w.message) for w in seen] == [
+        "f: fib: defined `inline` (not `static`) in a.c or a header it includes, and called out of line; "
+        "C99 gives such a function no out-of-line copy (gcc before 5, by GNU89's rules, did), so the "
+        "build added one"
+    ]
+    assert (m.fa(20), m.fb(10)) == (6765, 75)
+    # a function defined nowhere is still named, and the inline one is not
+    _write(
+        tmp_path,
+        {"b.c": '#include "util.h"\nint nowhere(int);\nint fb(int n) { return fib(n) + nowhere(n); }\n'},
+    )
+    with pytest.raises(ffi.BuildError) as info, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ext.build()
+    assert str(info.value) == (
+        "building f failed: functions the code calls are defined nowhere\n"
+        "other functions, in no source or library of the build:\n"
+        "  nowhere  (called in b.c)"
+    )
+
+
 def test_a_cuda_object_in_a_cpu_build_fails_with_a_message_saying_with_cuda(tmp_path, workdir):
     """medicaldetectiontoolkit's nms build.py links its kernel object also
     when torch has no CUDA (with_cuda=False): the message says that object
