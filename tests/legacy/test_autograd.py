@@ -240,6 +240,54 @@ def test_non_tensor_inputs_get_no_gradient():
     close(x.grad, torch.full((3,), 2.5))
 
 
+class SquareNumerically(Function):
+    """x * x, with a backward that takes a numerical gradient as
+    SmoothParticleNets' ConvSDF does: it moves a saved input in place, runs
+    the forward again and moves it back."""
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return x * x
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        base = self.forward(x)
+        x += 1e-3
+        numerical = (self.forward(x) - base) / 1e-3
+        x -= 1e-3
+        return grad * numerical
+
+
+def test_backward_may_change_a_saved_tensor_in_place_and_restore_it():
+    """The 2017 backward had its saved tensors apart from the graph: the
+    graph may run again (retain_graph) and with create_graph (SmoothParticleNets'
+    gradcheck), and the input is as it was."""
+    x = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    before = x.detach().clone()
+    out = SquareNumerically()(x)
+    g = torch.randn(6, dtype=torch.float64)
+    for create_graph in (False, True, False):
+        (grad,) = torch.autograd.grad(out, x, g, retain_graph=True, create_graph=create_graph)
+        close(grad, g * (2 * before + 1e-3))
+    assert torch.equal(x.detach(), before)
+
+
+def test_a_second_derivative_through_a_legacy_function_raises():
+    """A 2017 backward ran outside autograd (its C calls are not in any
+    graph): a second derivative through it raises, rather than coming out
+    without the C code's part."""
+    x = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    out = ScaledLinear(2.0)(
+        x.view(2, 2), torch.eye(2, dtype=torch.float64), torch.zeros(2, dtype=torch.float64)
+    )
+    (grad,) = torch.autograd.grad((out * out).sum(), x, create_graph=True)
+    close(grad, 8 * x.detach())
+    with pytest.raises(
+        RuntimeError, match="differentiate twice a function that was marked with @once_differentiable"
+    ):
+        grad.sum().backward()
+
+
 @pytest.mark.parametrize("backward", [False, True], ids=["graph_dropped", "after_backward"])
 def test_nothing_kept_alive(backward):
     """The context is not left on the instance: no cycle keeps the graph node

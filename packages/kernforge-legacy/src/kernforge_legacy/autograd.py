@@ -36,6 +36,11 @@ of the context on ``self``: :meth:`Function.save_for_backward`,
 :meth:`Function.mark_non_differentiable`. Anything else ``forward`` puts on
 ``self`` is there in ``backward``.
 
+``backward`` runs as it did in 2017: outside autograd (its gradients are
+differentiable once; a second derivative raises), with :attr:`saved_tensors`
+as plain tensors, so it may change one in place and restore it (a numerical
+gradient does) without torch counting the graph's saved state as modified.
+
 An instance may be called again, as 2017 code did: a module that makes its
 Function once in ``__init__`` and calls it in every ``forward``, or
 ``gradcheck(MyFunction(options), inputs)``, which calls it many times. Each
@@ -48,6 +53,7 @@ earlier one's before its backward.)
 from __future__ import annotations
 
 import torch
+from torch.autograd.function import once_differentiable
 
 __all__ = ["Function"]
 
@@ -82,7 +88,10 @@ class Function:
 
     @property
     def saved_tensors(self) -> tuple[torch.Tensor, ...]:
-        return self._legacy_ctx.saved_tensors
+        # As the 2017 backward had them: the tensors alone, apart from the
+        # graph, so that one it changes in place and restores (a numerical
+        # gradient) does not count as changed when the graph runs again.
+        return tuple(t if t is None else t.data for t in self._legacy_ctx.saved_tensors)
 
     saved_variables = saved_tensors  # the name 2017 code used
 
@@ -129,6 +138,7 @@ class _Bridge(torch.autograd.Function):
         return output
 
     @staticmethod
+    @once_differentiable  # as every 2017 function was: its backward runs outside autograd
     def backward(ctx, *grad_outputs):
         legacy = ctx.legacy
         legacy.__dict__.clear()
