@@ -496,13 +496,18 @@ def _cublas_include() -> list[str]:
 def test_a_kernel_file_compiles_against_the_th_and_thc_folders_alone(tmp_path):
     """FlowNet2's make.sh (2017): `nvcc -c ... -I ${TORCH}/lib/include/TH -I
     ${TORCH}/lib/include/THC` over a kernel file that includes `<THC.h>` and
-    `<THCGeneral.h>`; the port points those two folders at include_dir()."""
+    `<THCGeneral.h>`; the port points those two folders at include_dir().
+    THC.h brings in cuda.h, as THC's did: CUDA_VERSION is defined (nnutils'
+    kernels define their own double atomicAdd where it is below 8000)."""
     _write(
         tmp_path,
         {
             "k.cu": "#include <THC.h>\n#include <THCGeneral.h>\n"
             "#define THCTensor          TH_CONCAT_3(TH,CReal,Tensor)\n"  # PyTorch-Encoding's, 2017
             "#define THCTensor_(NAME)   TH_CONCAT_4(TH,CReal,Tensor_,NAME)\n"
+            "#if !defined(CUDA_VERSION) || CUDA_VERSION < 8000\n"  # nnutils' utils.h (2018) tested it
+            "__device__ void atomicAdd(double *address, double val) {}\n"
+            "#endif\n"
             "__global__ void k(float *x) { x[threadIdx.x] = 1; }\n"
             "void run(THCState *state, THCudaTensor *t) {\n"
             "  k<<<1, 32, 0, THCState_getCurrentStream(state)>>>(THCudaTensor_data(state, t));\n}\n"
@@ -1430,8 +1435,107 @@ def test_distutils_extension_refuses_cuda_sources(tmp_path):
     ext = ffi.Extension("f", "f.h", [], verbose=False, with_cuda=False, relative_to=str(tmp_path / "b.py"))
     # as with_cuda=True would take it, which needs nvcc and a CUDA torch to construct
     ext.sources = [tmp_path / "k.cu"]
-    with pytest.raises(ValueError, match=r"setuptools does not compile CUDA sources .*k\.cu.*extra_objects"):
+    with pytest.raises(
+        ValueError,
+        match=r"does not compile CUDA sources .*k\.cu.*extra_objects.*'nvcc'.*cpp_extension\.BuildExtension",
+    ):
         ext.distutils_extension()
+
+
+def _per_compiler_project(root: Path, nvcc: list[str], cuda: bool) -> Path:
+    """nnutils' pytorch/setup.py (2018) in small: create_extension with
+    language='c++', extra_compile_args in torch.utils.cpp_extension's dict
+    form, .cu sources where CUDA is, and that module's BuildExtension."""
+    project = root / "project"
+    cuda_files = {
+        "src/k.h": "int twice_cuda(THCudaTensor *x);",
+        "src/k.cu": "#include <THC/THC.h>\nextern THCState *state;\n"
+        "__global__ void twice(float *p, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) p[i] *= 2;\n}\n"
+        'extern "C" int twice_cuda(THCudaTensor *x) {\n'
+        "  int n = THCudaTensor_nElement(state, x);\n"
+        "  cudaStream_t s = THCState_getCurrentStream(state);\n"
+        "  twice<<<(n + 255) / 256, 256, 0, s>>>(THCudaTensor_data(state, x), n);\n"
+        "  return SCALE;\n}\n",
+    }
+    _write(
+        project,
+        {
+            "src/f.h": "int scaled_count(THFloatTensor *x);",
+            "src/f.cc": '#include <vector>\n#include "TH.h"\n'
+            'extern "C" int scaled_count(THFloatTensor *x) {\n'
+            "  float *p = THFloatTensor_data(x);\n"
+            "  std::vector<float> v(p, p + THFloatTensor_nElement(x));\n"
+            "  return (int)v.size() * SCALE;\n}\n",
+            **(cuda_files if cuda else {}),
+            "pkg/__init__.py": "",
+            "setup.py": "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension\n"
+            "from kernforge_legacy.ffi import create_extension\n"
+            f"cuda = {cuda}\n"
+            "ffi = create_extension('pkg._f', package=True, language='c++',\n"
+            "    headers=['src/f.h'] + (['src/k.h'] if cuda else []),\n"
+            "    sources=['src/f.cc'] + (['src/k.cu'] if cuda else []),\n"
+            "    with_cuda=cuda, relative_to=__file__, verbose=False,\n"
+            f"    extra_compile_args={{'cxx': ['-std=c++11', '-DSCALE=3'], 'nvcc': {nvcc!r}}})\n"
+            "setup(name='f', version='0.1', packages=['pkg', 'pkg._f'],\n"
+            "      ext_modules=[ffi.distutils_extension()], cmdclass={'build_ext': BuildExtension})\n",
+        },
+    )
+    return project
+
+
+def test_extra_compile_args_in_cpp_extensions_dict_form(tmp_path, workdir):
+    """{'cxx': [...], 'nvcc': [...]}: 'cxx' for the C and C++ sources, a C++
+    standard below 17 left out for setuptools (as with a list), and the
+    Extension's flags in the same form for BuildExtension, 'cxx' with C++17
+    (a 2018 copy of BuildExtension added -std=c++11 where none was given)."""
+    project = _per_compiler_project(tmp_path, ["-DSCALE=3"], cuda=False)
+    _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], project)
+    code = "import torch\nfrom pkg._f import scaled_count\nprint(scaled_count(torch.ones(2, 3)))"
+    assert _run([sys.executable, "-c", code], project).strip().splitlines()[-1] == "18"
+    ext = ffi.create_extension(
+        "f", headers=str(project / "src/f.h"), sources=[str(project / "src/f.cc")], language="c++",
+        relative_to=str(tmp_path / "b.py"), verbose=False,
+        extra_compile_args={"cxx": ["-std=c++11", "-DSCALE=3"], "nvcc": ["-O2"]},
+    )  # fmt: skip
+    with pytest.warns(UserWarning, match=r"f: extra_compile_args \['-std=c\+\+11'\] left out"):
+        args = ext.distutils_extension().extra_compile_args
+    assert set(args) == {"cxx", "nvcc"} and args["cxx"][0] == "-std=c++17" and args["cxx"][-1] == "-DSCALE=3"
+    assert "-std=c++11" not in args["cxx"] and args["nvcc"] == []  # no CUDA: nvcc has nothing to compile
+    # .build() takes the dict too: 'cxx' for its C and C++ sources
+    assert _load(ext.build(), "fixture_dict_form").scaled_count(torch.ones(5)) == 15
+    with pytest.raises(TypeError, match=r"takes the keys 'cxx' and 'nvcc'.*got \['c', 'cxx'\]"):
+        ffi.create_extension("f", headers=[], sources=[], extra_compile_args={"cxx": [], "c": []})
+
+
+def test_nvcc_flags_of_the_dict_form(tmp_path, monkeypatch):
+    """'nvcc' flags follow kernforge's own (C++17, THC's headers, the
+    architectures); a C++ standard below 17 is left out with a warning, one
+    of 17 or above replaces kernforge's."""
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
+    _write(tmp_path, {"f.h": "int f(int n);"})
+    ext = ffi.Extension("f", "f.h", [], verbose=False, with_cuda=False, relative_to=str(tmp_path / "b.py"))
+    flags = {"defines": ["-DD"], "includes": ["-II"]}
+    ext.extra_nvcc_args = ["-std=c++11", "--expt-extended-lambda"]
+    with pytest.warns(UserWarning, match=r"f: nvcc flags \['-std=c\+\+11'\] left out: .* C\+\+17"):
+        nvcc = ext._nvccflags(flags)
+    assert nvcc[0] == "-std=c++17" and nvcc[-1] == "--expt-extended-lambda" and "-std=c++11" not in nvcc
+    assert "-gencode=arch=compute_90,code=sm_90" in nvcc and {"-DD", "-II"} <= set(nvcc)
+    ext.extra_nvcc_args = ["-std=c++20"]
+    assert [f for f in ext._nvccflags(flags) if f.startswith("-std=")] == ["-std=c++20"]
+
+
+@pytest.mark.cuda
+def test_cuda_sources_through_build_extension_in_the_dict_form(tmp_path, workdir):
+    """nnutils' setup.py builds its .cu sources with BuildExtension: with the
+    dict form, distutils_extension() hands them on, with nvcc's flags."""
+    project = _per_compiler_project(tmp_path, ["-std=c++11", "-DSCALE=3"], cuda=True)
+    _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], project)
+    code = (
+        "import torch\nfrom pkg._f import twice_cuda\nx = torch.arange(1000.0, device='cuda')\n"
+        "print(twice_cuda(x), torch.equal(x, 2 * torch.arange(1000.0, device='cuda')))"
+    )
+    assert _run([sys.executable, "-c", code], project).strip().splitlines()[-1] == "3 True"
 
 
 def test_cffi_modules_hook_gets_a_message_saying_what_to_write(tmp_path):

@@ -716,7 +716,17 @@ class Extension:
         self.runtime_library_dirs = [self._path(d) for d in kwargs.get("runtime_library_dirs", [])]
         self.include_dirs = [self._path(d) for d in kwargs.get("include_dirs", [])]
         self.extra_objects = [self._path(o) for o in kwargs.get("extra_objects", [])]
-        self.extra_compile_args = list(kwargs.get("extra_compile_args", []))
+        args = kwargs.get("extra_compile_args", [])
+        # torch.utils.cpp_extension's form, {"cxx": [...], "nvcc": [...]}, which 2018
+        # setup.py files passed along with its BuildExtension (nnutils' pytorch/setup.py)
+        self.per_compiler_args = isinstance(args, dict)
+        if self.per_compiler_args and set(args) - {"cxx", "nvcc"}:
+            raise TypeError(
+                "create_extension: extra_compile_args as a dict takes the keys 'cxx' and 'nvcc' "
+                f"(torch.utils.cpp_extension's form), got {sorted(args)}"
+            )
+        self.extra_compile_args = list(args.get("cxx", []) if self.per_compiler_args else args)
+        self.extra_nvcc_args = list(args.get("nvcc", []) if self.per_compiler_args else [])
         self.extra_link_args = list(kwargs.get("extra_link_args", []))
         self.libraries = list(kwargs.get("libraries", []))
         self.library_dirs = [self._path(d) for d in kwargs.get("library_dirs", [])]
@@ -943,7 +953,12 @@ class Extension:
         setuptools module is ``<package of the build script>.<name>._<name>``.
         Sources are C and C++, compiled with the compiler's default standard
         (C++17 from gcc 11); CUDA code comes in as ``extra_objects`` built by
-        nvcc (a 2017 ``make.sh``): a ``.cu`` source raises ValueError.
+        nvcc (a 2017 ``make.sh``), or as ``.cu`` sources when
+        ``extra_compile_args`` is torch.utils.cpp_extension's dict
+        (``{"cxx": [...], "nvcc": [...]}``, as 2018 ``setup.py`` files gave it
+        with that module's ``BuildExtension`` as ``build_ext``, which compiles
+        them): then the Extension's flags are such a dict, and the C++ sources
+        compile as C++17. A ``.cu`` source with a list raises ValueError.
 
         setuptools compiles every source with one list of flags, the generated
         op source too, which needs C++17: a C++ standard below it in
@@ -954,11 +969,12 @@ class Extension:
         from setuptools import Extension as SetuptoolsExtension
 
         cuda = [str(s) for s in self.sources if s.suffix == ".cu"]
-        if cuda:
+        if cuda and not self.per_compiler_args:
             raise ValueError(
                 f"create_extension(...).distutils_extension(): setuptools does not compile CUDA sources "
-                f"{cuda}: build them with nvcc into extra_objects, or build with ffi.build() or "
-                "cmdclass={'build_py': build_py(ffi)}"
+                f"{cuda}: build them with nvcc into extra_objects, build with ffi.build() or "
+                "cmdclass={'build_py': build_py(ffi)}, or give extra_compile_args as "
+                "{'cxx': [...], 'nvcc': [...]} and build with torch.utils.cpp_extension.BuildExtension"
             )
         target = self.target_dir()
         ns = self.namespace(target)
@@ -978,18 +994,17 @@ class Extension:
                 "setuptools compiles the generated op source with the same flags, and it needs C++17",
                 stacklevel=2,
             )
+        # setuptools gives C and C++ one list: the flags both languages take
+        c_and_cxx = ["-fvisibility=hidden", *flags["defines"], *flags["includes"], *flags["c"], *flags["cxx"]]
+        if self.per_compiler_args:  # for a BuildExtension, which adds -std=c++11 (2018) where none is given
+            compile_args = {"cxx": ["-std=c++17", *c_and_cxx, *own_args]}
+            compile_args["nvcc"] = self._nvccflags(flags) if self.with_cuda else []
+        else:
+            compile_args = [*c_and_cxx, *own_args]
         return SetuptoolsExtension(
             name=f"{prefix}{self.name}._{self.module_name}",
             sources=[*map(str, self._units(build_dir))],
-            # setuptools gives C and C++ one list: the flags both languages take
-            extra_compile_args=[
-                "-fvisibility=hidden",
-                *flags["defines"],
-                *flags["includes"],
-                *flags["c"],
-                *flags["cxx"],
-                *own_args,
-            ],
+            extra_compile_args=compile_args,
             # setuptools puts extra_objects before its -l flags and these after
             # them: here too, the group ahead of the libraries
             extra_link_args=[*self._grouped_extra_objects(), *flags["link"]],
@@ -1151,6 +1166,27 @@ class Extension:
             "(from kernforge_legacy.ffi import build_py) or ext_modules=[ffi.distutils_extension()]"
         )
 
+    def _nvccflags(self, flags: dict[str, list[str]]) -> list[str]:
+        """nvcc's flags: C++17 (CUDA 13's thrust and CUB need it; a lower
+        standard among the extension's own nvcc flags is left out, with a
+        warning), then the extension's own."""
+        own = [a for a in self.extra_nvcc_args if not _CXX_BELOW_17.fullmatch(a)]
+        if len(own) < len(self.extra_nvcc_args):
+            dropped = sorted(set(self.extra_nvcc_args) - set(own))
+            warnings.warn(
+                f"kernforge_legacy.ffi: {self.name}: nvcc flags {dropped} "
+                "left out: the .cu sources compile as C++17, which CUDA 13's thrust and CUB need",
+                stacklevel=3,
+            )
+        return [
+            *([] if any(a.startswith("-std=") for a in own) else ["-std=c++17"]),
+            "-O3", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
+            *flags["defines"], *flags["includes"],
+            # 2017 kernels call what CUDA 13 and sm_70 took away, without including THC.h
+            "-include", str(_HERE / "include" / "THC" / "kfl_removed_cuda.h"),
+            *_cuda_arch_flags(), *own,
+        ]  # fmt: skip
+
     def _cflags(self, flags: dict[str, list[str]]) -> list[str]:
         # a C++ compiler as CC compiles the .c sources as C++, in its own standard
         std = [] if _cc_is_cxx() else ["-std=gnu11"]
@@ -1172,20 +1208,11 @@ class Extension:
         # the extension's own extra_compile_args are for its sources, not for the op
         # wrappers (a -std=c99 there would be a C++ warning)
         own_cxxflags = ["-std=c++17", *_COMMON_FLAGS, *flags["defines"], *flags["includes"], *flags["cxx"]]
-        nvccflags = []
-        if self.with_cuda:
-            nvccflags = [
-                "-std=c++17", "-O3", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
-                *flags["defines"], *flags["includes"],
-                # 2017 kernels call what CUDA 13 and sm_70 took away, without including THC.h
-                "-include", str(_HERE / "include" / "THC" / "kfl_removed_cuda.h"),
-                *_cuda_arch_flags(),
-            ]  # fmt: skip
         rules = _ninja_header(
             cflags=self._cflags(flags),
             cxxflags=[*own_cxxflags, *self.extra_compile_args],
             own_cxxflags=own_cxxflags,
-            nvccflags=nvccflags,
+            nvccflags=self._nvccflags(flags) if self.with_cuda else [],
             ldflags=["-shared", *flags["link"]],
             with_cuda=self.with_cuda,
         )
@@ -1222,7 +1249,8 @@ def create_extension(
             folder, and the module is written there.
         **kwargs: the setuptools ``Extension`` keywords the old one passed
             on: ``define_macros``, ``undef_macros``, ``include_dirs``,
-            ``extra_objects``, ``extra_compile_args`` (C and C++),
+            ``extra_objects``, ``extra_compile_args`` (C and C++; or
+            torch.utils.cpp_extension's ``{"cxx": [...], "nvcc": [...]}``),
             ``extra_link_args``, ``libraries``, ``library_dirs``,
             ``runtime_library_dirs`` (an rpath), ``depends`` (files whose
             change rebuilds every source), ``language`` (``"c"``, or

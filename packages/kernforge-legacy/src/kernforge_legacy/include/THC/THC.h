@@ -15,6 +15,7 @@
 #endif
 
 #include <cublas_v2.h> /* as THC's THCGeneral.h: code calling cuBLAS itself took its types from here */
+#include <cuda.h> /* as THC's THCGeneral.h: CUDA_VERSION, which 2017 code tested (nnutils' atomicAdd) */
 #include <cuda_runtime_api.h>
 #include <stdbool.h> /* THC's sortKeyValueInplace takes a bool */
 
