@@ -82,6 +82,7 @@ def th_coverage() -> list[tuple[str, str, str | None]]:
         (Path(tmp) / "cublas_v2.h").write_text(
             "typedef struct cublasContext *cublasHandle_t;\ntypedef int cublasStatus_t;\n"
         )
+        (Path(tmp) / "cuda.h").write_text("")
         declarations = subprocess.run(
             ["cc", "-E", "-P", "-x", "c", f"-I{tmp}", f"-I{include}", "-DKERNFORGE_LEGACY_WITH_CUDA", "-"],
             input="#include <TH/TH.h>\n#include <THC/THC.h>\n",
