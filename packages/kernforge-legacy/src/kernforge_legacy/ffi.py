@@ -986,14 +986,12 @@ class Extension:
         prefix = "" if package == "." or package.startswith("..") else package.replace(os.sep, ".") + "."
         runtime = runtime_library(self.with_cuda)
         flags = self._flags(runtime, str(runtime.parent))
-        own_args = [a for a in self.extra_compile_args if not _CXX_BELOW_17.fullmatch(a)]
-        if len(own_args) < len(self.extra_compile_args):
-            dropped = sorted(set(self.extra_compile_args) - set(own_args))
-            warnings.warn(
-                f"kernforge_legacy.ffi: {self.name}: extra_compile_args {dropped} left out: "
-                "setuptools compiles the generated op source with the same flags, and it needs C++17",
-                stacklevel=2,
-            )
+        own_args = _without_cxx_below_17(
+            self.extra_compile_args,
+            f"{self.name}: extra_compile_args",
+            "setuptools compiles the generated op source with the same flags, and it needs C++17",
+            stacklevel=3,
+        )
         # setuptools gives C and C++ one list: the flags both languages take
         c_and_cxx = ["-fvisibility=hidden", *flags["defines"], *flags["includes"], *flags["c"], *flags["cxx"]]
         if self.per_compiler_args:  # for a BuildExtension, which adds -std=c++11 (2018) where none is given
@@ -1170,14 +1168,12 @@ class Extension:
         """nvcc's flags: C++17 (CUDA 13's thrust and CUB need it; a lower
         standard among the extension's own nvcc flags is left out, with a
         warning), then the extension's own."""
-        own = [a for a in self.extra_nvcc_args if not _CXX_BELOW_17.fullmatch(a)]
-        if len(own) < len(self.extra_nvcc_args):
-            dropped = sorted(set(self.extra_nvcc_args) - set(own))
-            warnings.warn(
-                f"kernforge_legacy.ffi: {self.name}: nvcc flags {dropped} "
-                "left out: the .cu sources compile as C++17, which CUDA 13's thrust and CUB need",
-                stacklevel=3,
-            )
+        own = _without_cxx_below_17(
+            self.extra_nvcc_args,
+            f"{self.name}: nvcc flags",
+            "the .cu sources compile as C++17, which CUDA 13's thrust and CUB need",
+            stacklevel=4,
+        )
         return [
             *([] if any(a.startswith("-std=") for a in own) else ["-std=c++17"]),
             "-O3", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
@@ -1459,6 +1455,17 @@ def _torch_root() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("kernforge_legacy.ffi builds against torch, which is not installed")
     return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+def _without_cxx_below_17(args: list[str], what: str, why: str, stacklevel: int) -> list[str]:
+    """`args` less any C++ standard below 17, with a warning naming those left out."""
+    kept = [a for a in args if not _CXX_BELOW_17.fullmatch(a)]
+    if len(kept) < len(args):
+        warnings.warn(
+            f"kernforge_legacy.ffi: {what} {sorted(set(args) - set(kept))} left out: {why}",
+            stacklevel=stacklevel,
+        )
+    return kept
 
 
 def _undefined_references(output: str) -> dict[str, set[str]]:
