@@ -815,6 +815,31 @@ def test_inline_functions_that_c99_leaves_undefined_link_as_gnu89_gave_them(tmp_
     )
 
 
+def test_c99_bool_in_a_header(tmp_path, workdir):
+    """C99's `_Bool` as a parameter, a pointee and a return type (SparseConvNet's
+    generated headers have `_Bool train`): the generated C++ source calls it
+    as C++'s `bool`, the same type to the ABI."""
+    ext = _extension(
+        tmp_path,
+        "_Bool above(THFloatTensor *x, float t, _Bool strict, _Bool *any);",
+        "#include <TH/TH.h>\n"
+        "_Bool above(THFloatTensor *x, float t, _Bool strict, _Bool *any) {\n"
+        "  float *p = THFloatTensor_data(x);\n  _Bool all = 1;\n"
+        "  for (long i = 0; i < THFloatTensor_nElement(x); i++) {\n"
+        "    _Bool up = strict ? p[i] > t : p[i] >= t;\n    all = all && up;\n    *any = *any || up;\n  }\n"
+        "  return all;\n}\n",
+        verbose=False,
+    )
+    m = _load(ext.build(), "fixture_bool")
+    x = torch.tensor([1.0, 2.0, 3.0])
+    any_ = (ctypes.c_bool * 1)(False)
+    assert m.above(x, 1.0, False, any_) is True and any_[0]
+    any_[0] = False
+    assert m.above(x, 1.0, True, any_) is False and any_[0]
+    any_[0] = False
+    assert m.above(x, 5.0, True, any_) is False and not any_[0]
+
+
 def test_a_cuda_object_in_a_cpu_build_fails_with_a_message_saying_with_cuda(tmp_path, workdir):
     """medicaldetectiontoolkit's nms build.py links its kernel object also
     when torch has no CUDA (with_cuda=False): the message says that object

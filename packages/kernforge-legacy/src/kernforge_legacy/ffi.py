@@ -813,7 +813,7 @@ class Extension:
             *linkage,
         ]
         for f in self.functions:
-            lines.append(f"{f.returns} {f.name}({', '.join(p.c_decl for p in f.params) or 'void'});")
+            lines.append(_cxx(f"{f.returns} {f.name}({', '.join(p.c_decl for p in f.params) or 'void'});"))
         lines += ["}" if linkage else "", "", "namespace {", "using torch::stable::Tensor;", ""]
         for f in self.functions:
             sig, args = [], []
@@ -826,11 +826,13 @@ class Extension:
                 elif p.is_pointer:  # an address legacy_function took from cffi's or ctypes' memory
                     sig.append(f"int64_t a{i}")
                     const = "const " if p.is_const else ""
-                    args.append(f"reinterpret_cast<{const}{p.c_type} *>(static_cast<uintptr_t>(a{i}))")
+                    args.append(f"reinterpret_cast<{const}{_cxx(p.c_type)} *>(static_cast<uintptr_t>(a{i}))")
                 else:
                     boxed = {"float": "double", "bool": "bool"}.get(p.schema_type, "int64_t")
                     sig.append(f"{boxed} a{i}")
-                    args.append(f'kernforge_legacy::scalar_arg<{p.c_type}>(a{i}, {where}, "{p.c_type}")')
+                    args.append(
+                        f'kernforge_legacy::scalar_arg<{_cxx(p.c_type)}>(a{i}, {where}, "{p.c_type}")'
+                    )
             ret = {"void": "void", "float": "double", "double": "double", "bool": "bool"}.get(
                 f.returns, "Tensor" if f.returned_handle else "int64_t"
             )
@@ -1466,6 +1468,12 @@ def _without_cxx_below_17(args: list[str], what: str, why: str, stacklevel: int)
             stacklevel=stacklevel,
         )
     return kept
+
+
+def _cxx(c_text: str) -> str:
+    """C types written for the generated C++ source: C99's `_Bool` is C++'s
+    `bool` (the same type to the ABI), which C++ has no other name for."""
+    return re.sub(r"\b_Bool\b", "bool", c_text)
 
 
 def _undefined_references(output: str) -> dict[str, set[str]]:
