@@ -558,6 +558,29 @@ def test_openmp_sources_link_the_openmp_runtime(tmp_path, workdir):
     assert torch.equal(out, 2 * x)
 
 
+def test_an_extra_object_compiled_with_openmp_links_the_openmp_runtime(tmp_path, workdir):
+    """SparseConvNet's setup.py compiles init.cpp with `g++ -fopenmp` and
+    passes only the object, with extra_compile_args=['-std=c99']: the link
+    adds the OpenMP runtime, as torch's libgomp answered those calls in 2017."""
+    _write(
+        tmp_path,
+        {
+            "k.c": "#include <omp.h>\nint threads_seen(void) {\n  int n = 0;\n"
+            "#pragma omp parallel reduction(+ : n)\n  n += 1;\n  return n;\n}\n"
+        },
+    )
+    _run(["cc", "-c", "-fPIC", "-fopenmp", "k.c", "-o", "k.o"], tmp_path)
+    ext = _extension(
+        tmp_path,
+        "int f(void);",
+        "int threads_seen(void);\nint f(void) { return threads_seen(); }\n",
+        extra_compile_args=["-std=c99"],
+        verbose=False,
+    )
+    ext.extra_objects.append(str(tmp_path / "k.o"))
+    assert _load(ext.build(), "fixture_openmp_object").f() >= 1
+
+
 def test_compiler_errors_surface_with_the_compilers_message(tmp_path, workdir):
     ext = _extension(
         tmp_path, "int f(THFloatTensor *x);", "#include <TH/TH.h>\nint f(THFloatTensor *x) { return y; }\n"

@@ -60,6 +60,9 @@ _HERE = Path(__file__).resolve().parent
 # The stable ABI target, as kernforge-core's: torch 2.10.
 TORCH_TARGET_VERSION = "0x020a000000000000"
 
+# The OpenMP runtime's functions, which code compiled with -fopenmp calls (gcc's; OpenACC's).
+_OPENMP_RUNTIME = ("GOMP_", "omp_", "GOACC_")
+
 # Every compiler's flags but nvcc's, besides the defines and include folders.
 _COMMON_FLAGS = ("-O3", "-fPIC", "-fvisibility=hidden")
 
@@ -727,6 +730,9 @@ class Extension:
             )
         self.extra_compile_args = list(args.get("cxx", []) if self.per_compiler_args else args)
         self.extra_nvcc_args = list(args.get("nvcc", []) if self.per_compiler_args else [])
+        # whether the link adds gcc's OpenMP runtime (-fopenmp): for sources compiled with
+        # it, and for extra objects that call it (found when a link without it fails)
+        self.links_openmp = any(a.startswith("-fopenmp") for a in self.extra_compile_args)
         self.extra_link_args = list(kwargs.get("extra_link_args", []))
         self.libraries = list(kwargs.get("libraries", []))
         self.library_dirs = [self._path(d) for d in kwargs.get("library_dirs", [])]
@@ -771,10 +777,7 @@ class Extension:
         try:
             _run_ninja(build_dir, self.name, self.verbose)
         except BuildError as e:
-            copies = self._inline_left_out(str(e), build_dir, self._flags(runtime, rpath))
-            if not copies:
-                raise BuildError(self._undefined_functions(str(e)) or str(e)) from None
-            self._link_with_copies(build_dir, so, runtime, rpath, copies)
+            self._build_again(str(e), build_dir, so, runtime, rpath)
         self._write_package(target, ns, so, Path(base_path or self.base_path))
         tmp = target / f".{so}.tmp"
         shutil.copyfile(build_dir / so, tmp)
@@ -926,11 +929,12 @@ class Extension:
         includes += tool["includes"][4:]
         link = [f"-L{runtime.parent}", f"-l:{runtime.name}", f"-Wl,-rpath,{rpath}", *tool["link"]]
         link += [f"-L{d}" for d in self.library_dirs] + [f"-l{lib}" for lib in self.libraries]
-        # Sources compiled with -fopenmp call the OpenMP runtime. The 2017 link
+        # Sources compiled with -fopenmp (and extra objects compiled so, found by
+        # _build_again) call the OpenMP runtime. The 2017 link
         # left those calls open and the libgomp torch had loaded answered them
         # at import; this link leaves nothing open, so it links gcc's runtime
         # itself, as torch.utils.cpp_extension does.
-        if any(a.startswith("-fopenmp") for a in self.extra_compile_args):
+        if self.links_openmp:
             link.append("-fopenmp")
         link += [f"-Wl,-rpath,{d}" for d in self.runtime_library_dirs] + self.extra_link_args
         # -fexceptions: THError, THArgCheck and THCudaCheck raise through C frames;
@@ -1063,10 +1067,23 @@ class Extension:
             copies.setdefault(i, []).append(function)
         return copies
 
-    def _link_with_copies(self, build_dir: Path, so: str, runtime: Path, rpath: str, copies: dict) -> None:
-        """Builds again with each source of `copies` compiled through a file
-        that includes it and then declares its functions `extern`, which by
-        C99's rules makes that source's `inline` definition an external one."""
+    def _build_again(self, output: str, build_dir: Path, so: str, runtime: Path, rpath: str) -> None:
+        """After a link that failed on undefined references, builds again
+        with what a 2017 toolchain gave those functions, where that is all
+        that is missing: the OpenMP runtime, which an extra object compiled
+        with -fopenmp calls (SparseConvNet's init.cpp.o; the 2017 link left
+        those calls open, and torch's libgomp answered them at import), and
+        an out-of-line copy of a function defined `inline` (_inline_left_out):
+        each source of those compiled through a file that includes it and
+        then declares them `extern`, which by C99's rules makes its `inline`
+        definition an external one. Else raises the failure's BuildError."""
+        openmp = not self.links_openmp and any(
+            f.startswith(_OPENMP_RUNTIME) for f in _undefined_references(output)
+        )
+        copies = self._inline_left_out(output, build_dir, self._flags(runtime, rpath))
+        if not openmp and not copies:
+            raise BuildError(self._undefined_functions(output) or output) from None
+        self.links_openmp |= openmp
         units = self._units(build_dir)
         wrapped = {}
         for i, functions in copies.items():
