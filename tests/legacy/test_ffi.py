@@ -1143,6 +1143,78 @@ def test_pointers_to_numbers_take_cffi_memory_as_2017_code_passed_it(tmp_path, w
         m.bump(ffi_.new("long *"), out, scale, raw, 3)
 
 
+def test_pointers_to_pointers_take_memory_holding_pointers(tmp_path, workdir):
+    """SparseConvNet (2017) keeps its metadata behind `void **m`, passed as
+    cffi's `ffi.new("void *[1]")`: a pointer to a pointer takes cffi's or
+    ctypes' memory that holds pointers (an array of them, a c_void_p, a
+    pointer to one), and the C code's writes land there."""
+    cffi = pytest.importorskip("cffi")  # the tests' requirements install it
+    ffi_ = cffi.FFI()
+    m = _load(
+        _extension(
+            tmp_path,
+            "long read_ptr(void **ptr);\nvoid write_ptr(long p, void **ptr);\n"
+            "int scale_rows(float **rows, int n);\nvoid release(void **ptr);",
+            "#include <stdio.h>\n"
+            'void release(void **ptr) { printf("released %ld\\n", (long)ptr[0]); fflush(stdout); }\n'
+            "long read_ptr(void **ptr) { return ptr ? (long)ptr[0] : -1; }\n"
+            "void write_ptr(long p, void **ptr) { ptr[0] = (void *)p; }\n"
+            "int scale_rows(float **rows, int n) {\n"
+            "  for (int i = 0; i < n; i++) rows[i][0] *= 2;\n  return n;\n}\n",
+            verbose=False,
+        ).build(),
+        "fixture_pointer_pointers",
+    )
+    handle = ffi_.new("void *[1]")
+    m.write_ptr(123456, handle)
+    assert m.read_ptr(handle) == 123456 and int(ffi_.cast("long", handle[0])) == 123456
+    p = ctypes.c_void_p()
+    m.write_ptr(777, p)
+    assert p.value == 777 and m.read_ptr(ctypes.pointer(p)) == 777
+    pair = (ctypes.c_void_p * 2)(5, 6)
+    assert m.read_ptr(pair) == 5
+    a, b = (ctypes.c_float * 1)(1.5), (ctypes.c_float * 1)(-3.0)
+    rows = (ctypes.POINTER(ctypes.c_float) * 2)(a, b)
+    assert m.scale_rows(rows, 2) == 2 and (a[0], b[0]) == (3.0, -6.0)
+    with pytest.raises(
+        ffi.ArgumentTypeError,
+        match=r"^read_ptr: argument 1 \(ptr, void \*\*\): expected a pointer to void \* \(cffi's "
+        r"ffi.new\('void \*\[1\]'\), a ctypes c_void_p or an array of them\) or None for NULL, got c_int$",
+    ):
+        m.read_ptr(ctypes.c_int(1))
+    with pytest.raises(ffi.ArgumentTypeError, match=r"argument 1 \(ptr, void \*\*\): .* got cffi int \*$"):
+        m.read_ptr(ffi_.new("int *"))
+    assert m.read_ptr(ffi_.NULL) == -1  # cffi's NULL is NULL, as None is
+    # a handle freed by cffi's ffi.gc as the interpreter exits, as SparseConvNet's metadata is
+    code = (
+        "import importlib.util, cffi\n"
+        f"spec = importlib.util.spec_from_file_location('f', {str(tmp_path / 'f' / '__init__.py')!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "class Metadata: pass\n"  # in a cycle: freed by the collector at the very end of the exit
+        "md = Metadata(); md.me = md; md.ffi = cffi.FFI()\n"
+        "md.handle = md.ffi.gc(md.ffi.new('void *[1]'), m.release); m.write_ptr(42, md.handle)\n"
+    )
+    out = _run([sys.executable, "-c", code], tmp_path)
+    assert "released 42" in out and "Exception ignored" not in out, out
+
+
+def test_cffi_null_passes_null_for_a_tensor(probe):
+    """SparseConvNet passes cffi's NULL (`nullptr = ffi.NULL`) for an absent
+    bias: NULL, as None."""
+    cffi = pytest.importorskip("cffi")
+    ffi_ = cffi.FFI()
+    out = torch.randn(2, 3)
+    before = out.clone()
+    assert (
+        probe.probe_optional(ffi_.NULL, out) == 0 and probe.probe_optional(ffi_.cast("float *", 0), out) == 0
+    )
+    assert torch.equal(out, before)
+    with pytest.raises(
+        ffi.ArgumentTypeError, match=r"probe_optional: argument 1 \(bias\): expected a tensor"
+    ):
+        probe.probe_optional(ffi_.new("float *"), out)  # a pointer that is not NULL is no tensor
+
+
 def test_storages_in_and_tensors_and_storages_out(tmp_path, workdir):
     """As the old ffi wrapped them: a storage argument (``x.storage()``) reaches
     the C code as TH's storage (data and size of all of it); a tensor or
@@ -1299,14 +1371,18 @@ def test_unsupported_arguments_are_refused(tmp_path):
 
 
 def test_header_parsing_refuses_or_sets_aside_what_python_cannot_call():
-    with pytest.raises(ValueError, match=r"parameter 1 of f \('float \*\*buf'\) cannot be passed from"):
-        ffi.parse_header("int f(float **buf);", "f.h", False)
+    with pytest.raises(ValueError, match=r"parameter 1 of f \('float \*\*\*buf'\) cannot be passed from"):
+        ffi.parse_header("int f(float ***buf);", "f.h", False)
     skipped = []
-    header = "int f(float **buf);\nint g(int n, unsigned char *bytes, const void *p);\nchar *h(int n);"
+    header = (
+        "int f(float ***buf);\nint g(int n, unsigned char *bytes, const void *p, void **m, float **rows);\n"
+        "char *h(int n);\nint k(THFloatTensor **t);"
+    )
     protos = ffi.parse_header(header, "f.h", False, skipped)
-    assert [p.schema for p in protos] == ["g(int n, int bytes, int p) -> int"]  # pointers: addresses
-    assert [p.c_decl for p in protos[0].params] == ["int", "unsigned char *", "const void *"]
-    assert [name for name, _ in skipped] == ["f", "h"]
+    assert [p.schema for p in protos] == ["g(int n, int bytes, int p, int m, int rows) -> int"]  # addresses
+    decls = [p.c_decl for p in protos[0].params]
+    assert decls == ["int", "unsigned char *", "const void *", "void * *", "float * *"]
+    assert [name for name, _ in skipped] == ["f", "h", "k"]
     assert "h returns 'char *'" in skipped[1][1]
 
 

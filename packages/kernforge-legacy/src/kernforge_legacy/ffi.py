@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import os
@@ -275,17 +276,42 @@ def _parser_error(name: str, params, args, kwargs, text: str) -> ArgumentTypeErr
     return None
 
 
+@functools.cache
+def _cffi_backend():
+    """cffi's module, imported when the first cffi value comes and kept: at
+    exit an import fails, and cffi's ffi.gc destructors call extension
+    functions then (SparseConvNet frees its metadata so)."""
+    import _cffi_backend
+
+    return _cffi_backend
+
+
+def _cffi_null(value) -> bool:
+    """Whether `value` is cffi's NULL (`ffi.NULL`, or a null pointer of any
+    type), which 2017 code passed for an absent tensor (SparseConvNet's
+    `nullptr`) where None is passed now: it passes NULL, as None does."""
+    if type(value).__module__ != "_cffi_backend":
+        return False
+    cffi = _cffi_backend()
+    if cffi.typeof(value).kind != "pointer":
+        return False
+    return int(cffi.cast(cffi.new_primitive_type("uintptr_t"), value)) == 0
+
+
 def _address(name: str, i: int, param: str, c_type: str, value) -> int:
     """The address a pointer parameter (`c_type *`) gets: None is NULL; else
     the memory of a cffi pointer or array (`ffi.new("int *")`, as 2017 code
     passed to the cffi wrapper), or of a ctypes number, array or pointer, of
-    the same kind and size (any, for `void *`)."""
+    the same kind and size (any, for `void *`). A pointer to a pointer
+    (`void **m`, c_type "void *") takes memory that holds pointers:
+    SparseConvNet's `ffi.new("void *[1]")`, ctypes' `c_void_p` or an array of
+    pointers."""
     if value is None:
         return 0
     got, pointee, address = type(value).__name__, None, None
+    variable = False  # a ctypes c_void_p or c_char_p: for `void *`, its value or its address?
     if type(value).__module__ == "_cffi_backend":  # cffi's CData; its module is loaded if one exists
-        import _cffi_backend as cffi
-
+        cffi = _cffi_backend()
         ctype = cffi.typeof(value)
         got = f"cffi {ctype.cname}"
         if ctype.kind in ("pointer", "array"):
@@ -293,19 +319,31 @@ def _address(name: str, i: int, param: str, c_type: str, value) -> int:
             if ctype.item.kind == "primitive":
                 kind = "float" if ctype.item.cname in ("float", "double", "long double") else "int"
                 pointee = (kind, cffi.sizeof(ctype.item))
+            elif ctype.item.kind == "pointer":
+                pointee = ("pointer", cffi.sizeof(ctype.item))
     elif isinstance(value, (ctypes.Array, ctypes._Pointer, ctypes._SimpleCData)):
         item = type(value) if isinstance(value, ctypes._SimpleCData) else value._type_
         if isinstance(value, ctypes._Pointer):
             address = ctypes.cast(value, ctypes.c_void_p).value or 0
-        elif isinstance(value, ctypes.Array) or item._type_ not in "zZPO":  # not c_char_p, c_void_p, ...
+        else:
             address = ctypes.addressof(value)
+            variable = isinstance(value, ctypes._SimpleCData) and item._type_ in "zZPO"
         if isinstance(item, type) and issubclass(item, ctypes._SimpleCData) and item._type_ not in "zZPO":
             pointee = ("float" if item._type_ in "fdg" else "int", ctypes.sizeof(item))
-    if address is not None and (c_type == "void" or pointee == _POINTEE_SIZES[c_type]):
+        elif isinstance(item, type) and (issubclass(item, ctypes._Pointer) or item._type_ in "zZP"):
+            pointee = ("pointer", ctypes.sizeof(item))
+    if c_type.endswith("*"):
+        expected, what = (
+            ("pointer", ctypes.sizeof(ctypes.c_void_p)),
+            "ffi.new('void *[1]'), a ctypes c_void_p",
+        )
+    else:
+        expected, what = _POINTEE_SIZES.get(c_type), f"ffi.new('{c_type} *'), a ctypes {c_type}"
+    if address is not None and (pointee == expected or (c_type == "void" and not variable)):
         return address
     raise ArgumentTypeError(
         f"{name}: argument {i + 1} ({param}, {c_type}*): expected a pointer to {c_type} (cffi's "
-        f"ffi.new('{c_type} *'), a ctypes {c_type} or an array of them) or None for NULL, got {got}"
+        f"{what} or an array of them) or None for NULL, got {got}"
     )
 
 
@@ -354,6 +392,8 @@ def legacy_function(
         return as_tensor(i, value)
 
     def call(*args, **kwargs):
+        args = tuple(None if _cffi_null(a) else a for a in args)
+        kwargs = {k: None if _cffi_null(v) else v for k, v in kwargs.items()}
         if storages or pointers:
             args = tuple(as_argument(i, a) for i, a in enumerate(args))
             kwargs = {k: as_argument(position.get(k, -1), v) for k, v in kwargs.items()}
@@ -522,7 +562,8 @@ class Param:
     name: str  # the C name, or argN when the prototype has none
     is_tensor: bool  # a handle: a tensor or a storage (passed as a tensor over all of it)
     is_const: bool
-    is_pointer: bool = False  # a pointer to a C number (int *, float *, void *): its address
+    # a pointer to a C number (int *, float *, void *) or to a pointer (void **: c_type "void *"): its address
+    is_pointer: bool = False
 
     @property
     def is_storage(self) -> bool:
@@ -643,11 +684,18 @@ def _parse_param(text: str, index: int, fn: str, header: str, with_cuda: bool) -
     unsupported = (
         f"{header}: parameter {index + 1} of {fn} ({text!r}) cannot be passed from Python: an "
         "extension function takes tensor and storage handles (THFloatTensor *, THCudaTensor *, "
-        "THByteStorage *, ...), integers, float, double and bool, and pointers to those (int *, "
-        "float *, void *, ...)"
+        "THByteStorage *, ...), integers, float, double and bool, pointers to those (int *, "
+        "float *, void *, ...) and pointers to such pointers (void **, float **, ...)"
     )
-    if stars > 1 or any(not re.fullmatch(r"[A-Za-z_]\w*|\*", t) for t in tokens):
+    if stars > 2 or any(not re.fullmatch(r"[A-Za-z_]\w*|\*", t) for t in tokens):
         raise _Unwrappable(unsupported)
+    if stars == 2:  # void **m, float **rows: memory holding pointers (SparseConvNet's ffi.new("void *[1]"))
+        first = tokens.index("*")
+        base, rest = tokens[:first], tokens[first + 2 :]
+        if tokens[first + 1] != "*" or len(rest) > 1 or " ".join(base) not in {*_POINTEE_SIZES, "void"}:
+            raise _Unwrappable(unsupported)
+        name = rest[0] if rest else f"arg{index}"
+        return Param(" ".join(base) + " *", name, is_tensor=False, is_const=is_const, is_pointer=True)
     if stars == 1:
         star = tokens.index("*")
         base, rest = tokens[:star], tokens[star + 1 :]
