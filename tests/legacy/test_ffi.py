@@ -1198,6 +1198,34 @@ def test_pointers_to_pointers_take_memory_holding_pointers(tmp_path, workdir):
     assert "released 42" in out and "Exception ignored" not in out, out
 
 
+def test_bytes_pass_as_a_c_string(tmp_path, workdir):
+    """torchaudio's first reader (2017) takes `const char *file_name`, which its
+    Python passed as bytes (`str(filepath).encode("utf-8")`), as cffi took
+    them: a NUL-terminated copy for the call. A str is refused, saying so."""
+    m = _load(
+        _extension(
+            tmp_path,
+            "long length_of(const char *s);\nint shout(char *s);",
+            "#include <string.h>\nlong length_of(const char *s) { return (long)strlen(s); }\n"
+            "int shout(char *s) { s[0] = 'X'; return s[1]; }\n",
+            verbose=False,
+        ).build(),
+        "fixture_c_strings",
+    )
+    name = "/tmp/a b/\u00e9t\u00e9.wav".encode()
+    assert m.length_of(name) == len(name) and m.length_of(b"") == 0
+    word = b"quiet"
+    assert m.shout(word) == ord("u") and word == b"quiet"  # the C code wrote to its own copy
+    with pytest.raises(
+        ffi.ArgumentTypeError,
+        match=r"^length_of: argument 1 \(s, char\*\): expected a pointer to char "
+        r"\(cffi's ffi.new\('char \*'\), a ctypes char, bytes for a C string or an array of them\) "
+        r"or None for NULL, got str "
+        r"\(a C string is bytes: s.encode\(\)\)$",
+    ):
+        m.length_of("abc")
+
+
 def test_cffi_null_passes_null_for_a_tensor(probe):
     """SparseConvNet passes cffi's NULL (`nullptr = ffi.NULL`) for an absent
     bias: NULL, as None."""

@@ -341,6 +341,9 @@ def _address(name: str, i: int, param: str, c_type: str, value) -> int:
         expected, what = _POINTEE_SIZES.get(c_type), f"ffi.new('{c_type} *'), a ctypes {c_type}"
     if address is not None and (pointee == expected or (c_type == "void" and not variable)):
         return address
+    if c_type in _BYTE_TYPES:
+        what = f"{what}, bytes for a C string"
+        got += " (a C string is bytes: s.encode())" if isinstance(value, str) else ""
     raise ArgumentTypeError(
         f"{name}: argument {i + 1} ({param}, {c_type}*): expected a pointer to {c_type} (cffi's "
         f"{what} or an array of them) or None for NULL, got {got}"
@@ -386,17 +389,23 @@ def legacy_function(
             f"(tensor.untyped_storage(), torch.FloatStorage(...)), got {type(value).__name__}"
         )
 
-    def as_argument(i, value):
+    def as_argument(i, value, keep):
         if i in pointers:
+            if isinstance(value, bytes) and pointers[i] in _BYTE_TYPES:
+                # a C string, as cffi passed bytes to a char * (torchaudio's file names):
+                # a NUL-terminated copy, alive for the call
+                value = ctypes.create_string_buffer(value)
+                keep.append(value)
             return _address(name, i, params[i].name, pointers[i], value)
         return as_tensor(i, value)
 
     def call(*args, **kwargs):
         args = tuple(None if _cffi_null(a) else a for a in args)
         kwargs = {k: None if _cffi_null(v) else v for k, v in kwargs.items()}
+        keep = []  # the C strings made of bytes, until the C function has returned
         if storages or pointers:
-            args = tuple(as_argument(i, a) for i, a in enumerate(args))
-            kwargs = {k: as_argument(position.get(k, -1), v) for k, v in kwargs.items()}
+            args = tuple(as_argument(i, a, keep) for i, a in enumerate(args))
+            kwargs = {k: as_argument(position.get(k, -1), v, keep) for k, v in kwargs.items()}
         # the empty tensors (not the storage arguments), which C code resizes as
         # outputs: after the call, one it grew in place is checked for another
         # tensor over its storage
@@ -514,6 +523,7 @@ _C_NUMBERS = {
 _FLOAT_TYPES = {"float", "double"}
 _BOOL_TYPES = {"bool", "_Bool"}
 _INT_TYPES = set(_C_NUMBERS) - _FLOAT_TYPES - _BOOL_TYPES
+_BYTE_TYPES = {"char", "signed char", "unsigned char"}  # a pointer to one takes bytes: a C string
 # What a pointer parameter (int *device, float *out) may point to: (kind, size
 # in bytes). cffi's or ctypes' memory of the same kind and size is passed.
 _POINTEE_SIZES = {
