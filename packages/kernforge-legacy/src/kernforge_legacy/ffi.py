@@ -1127,8 +1127,8 @@ class Extension:
 
     def _build_again(self, output: str, build_dir: Path, so: str, runtime: Path, rpath: str) -> None:
         """After a link that failed on undefined references, builds again
-        with what a 2017 toolchain gave those functions, where that is all
-        that is missing: the OpenMP runtime, which an extra object compiled
+        when a 2017 toolchain gave some of those functions (a second failure
+        names what is still missing): the OpenMP runtime, which an extra object compiled
         with -fopenmp calls (SparseConvNet's init.cpp.o; the 2017 link left
         those calls open, and torch's libgomp answered them at import), and
         an out-of-line copy of a function defined `inline` (_inline_left_out):
