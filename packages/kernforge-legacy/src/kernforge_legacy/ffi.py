@@ -390,6 +390,8 @@ def legacy_function(
         )
 
     def as_argument(i, value, keep):
+        if _cffi_null(value):
+            value = None
         if i in pointers:
             if isinstance(value, bytes) and pointers[i] in _BYTE_TYPES:
                 # a C string, as cffi passed bytes to a char * (torchaudio's file names):
@@ -400,12 +402,9 @@ def legacy_function(
         return as_tensor(i, value)
 
     def call(*args, **kwargs):
-        args = tuple(None if _cffi_null(a) else a for a in args)
-        kwargs = {k: None if _cffi_null(v) else v for k, v in kwargs.items()}
         keep = []  # the C strings made of bytes, until the C function has returned
-        if storages or pointers:
-            args = tuple(as_argument(i, a, keep) for i, a in enumerate(args))
-            kwargs = {k: as_argument(position.get(k, -1), v, keep) for k, v in kwargs.items()}
+        args = tuple(as_argument(i, a, keep) for i, a in enumerate(args))
+        kwargs = {k: as_argument(position.get(k, -1), v, keep) for k, v in kwargs.items()}
         # the empty tensors (not the storage arguments), which C code resizes as
         # outputs: after the call, one it grew in place is checked for another
         # tensor over its storage
@@ -490,8 +489,8 @@ def _beyond_int64(params, args, kwargs) -> tuple[int, int] | None:
 
 def unwrapped_function(name: str, reason: str):
     """The Python function an extension module exports for a C function whose
-    prototype cannot be called from Python (a pointer to a pointer or a struct, a pointer
-    returned): the extension builds, as cffi built it, and calling it raises
+    prototype cannot be called from Python (a pointer to a tensor pointer or a struct, a
+    pointer returned): the extension builds, as cffi built it, and calling it raises
     TypeError with the reason."""
 
     def call(*args, **kwargs):
@@ -634,7 +633,7 @@ def parse_header(
 ) -> list[Prototype]:
     """The function prototypes of a header that holds only those (as the old
     ``torch.utils.ffi`` required); comments and preprocessor lines are skipped.
-    A prototype Python cannot call (a pointer to a pointer or a struct, a pointer
+    A prototype Python cannot call (a pointer to a tensor pointer or a struct, a pointer
     returned other than a tensor's or a storage's) raises ValueError, or with
     ``skipped`` given is appended to it as (name, reason) and left out."""
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
