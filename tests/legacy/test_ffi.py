@@ -863,6 +863,59 @@ def test_c99_bool_in_a_header(tmp_path, workdir):
     assert m.above(x, 5.0, True, any_) is False and not any_[0]
 
 
+def test_thtensor_outside_a_generic_file_is_the_float_tensor(tmp_path, workdir):
+    """torch 0.4.1's name: torch's own ffi test of that time took and returned
+    `THTensor *` outside any generic file and called THFloatTensor_ functions
+    on it. It is THFloatTensor (THStorage THFloatStorage), without a warning
+    (-Werror), in the header and the sources; a double tensor is refused."""
+    ext = _extension(
+        tmp_path,
+        "void scale_add(THTensor *t, int a, float b);\nTHTensor *filled(int n);\nfloat first(THStorage *s);",
+        "#include <TH/TH.h>\n"
+        "void scale_add(THTensor *t, int a, float b) {\n"
+        "  THFloatTensor_mul(t, t, a);\n  THFloatTensor_add(t, t, b);\n}\n"
+        "THTensor *filled(int n) {\n"
+        "  THTensor *t = THFloatTensor_newWithSize2d(n, n);\n  THFloatTensor_fill(t, n);\n  return t;\n}\n"
+        "float first(THStorage *s) { return THFloatStorage_data(s)[0]; }\n",
+        extra_compile_args=["-Werror"],
+        verbose=False,
+    )
+    m = _load(ext.build(), "fixture_thtensor")
+    t = torch.randn(2, 3)
+    expected = t * 2 + 1.5
+    m.scale_add(t, 2, 1.5)
+    assert torch.equal(t, expected)
+    assert torch.equal(m.filled(4), torch.full((4, 4), 4.0))
+    assert m.first(t.untyped_storage()) == t[0, 0].item()
+    with pytest.raises(
+        TypeError, match=r"scale_add: argument 1 \(t, THFloatTensor\*\): expected a cpu tensor of float32"
+    ):
+        m.scale_add(t.double(), 2, 1.5)
+
+
+@pytest.mark.cuda
+def test_thctensor_outside_a_generic_file_is_the_cuda_float_tensor(tmp_path, workdir):
+    """THC's side of torch 0.4.1's name: `THCTensor *` outside a generic file
+    is THCudaTensor, in the header and the sources (-Werror)."""
+    ext = _extension(
+        tmp_path,
+        "void scale_add(THCTensor *t, int a, float b);",
+        "#include <THC/THC.h>\nextern THCState *state;\n"
+        "void scale_add(THCTensor *t, int a, float b) {\n"
+        "  THCudaTensor_mul(state, t, t, a);\n  THCudaTensor_add(state, t, t, b);\n}\n",
+        with_cuda=True,
+        extra_compile_args=["-Werror"],
+        verbose=False,
+    )
+    m = _load(ext.build(), "fixture_thctensor")
+    t = torch.randn(2, 3, device="cuda")
+    expected = t * 2 + 1.5
+    m.scale_add(t, 2, 1.5)
+    assert torch.equal(t, expected)
+    with pytest.raises(TypeError, match=r"expected a cuda tensor of float32, got a cpu tensor of float32"):
+        m.scale_add(t.cpu(), 2, 1.5)
+
+
 def test_a_cuda_object_in_a_cpu_build_fails_with_a_message_saying_with_cuda(tmp_path, workdir):
     """medicaldetectiontoolkit's nms build.py links its kernel object also
     when torch has no CUDA (with_cuda=False): the message says that object

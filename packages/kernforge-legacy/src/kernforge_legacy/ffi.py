@@ -533,11 +533,13 @@ _CPU_TENSORS = {
     "THByteTensor": "uint8", "THCharTensor": "int8", "THShortTensor": "int16", "THIntTensor": "int32",
     "THLongTensor": "int64", "THFloatTensor": "float32", "THDoubleTensor": "float64",
     "THHalfTensor": "float16", "THBFloat16Tensor": "bfloat16",
+    "THTensor": "float32",  # torch 0.4.1's name, written outside generic files (TH/TH.h)
 }  # fmt: skip
 _CUDA_TENSORS = {
     "THCudaByteTensor": "uint8", "THCudaCharTensor": "int8", "THCudaShortTensor": "int16",
     "THCudaIntTensor": "int32", "THCudaLongTensor": "int64", "THCudaTensor": "float32",
     "THCudaDoubleTensor": "float64", "THCudaHalfTensor": "float16", "THCudaBFloat16Tensor": "bfloat16",
+    "THCTensor": "float32",
 }  # fmt: skip
 # Each tensor type's storage (THFloatStorage, THCudaStorage, ...), of its dtype.
 _CPU_STORAGES = {t.replace("Tensor", "Storage"): d for t, d in _CPU_TENSORS.items()}

@@ -599,6 +599,13 @@ TH_API THDescBuff _THSizeDesc(const int64_t* size, const int64_t ndim);
   TH_TENSOR_MEMORY_API(T, S, real, void, )
 TH_FORALL_CPU_TENSORS(TH_CPU_TENSOR_API)
 #undef TH_CPU_TENSOR_API
+/* Outside a generic file, THTensor and THStorage are the float types.
+ * torch 0.4.1 made TH's tensor one type for every dtype and named it
+ * THTensor; code of that time wrote it for the float tensors it took
+ * (torch's own ffi test: `void good_func(THTensor *tensor, ...)` calling
+ * THFloatTensor_mul on it). A generic file's THTensor is its type's. */
+typedef THFloatTensor THRealTensor;
+typedef THFloatStorage THRealStorage;
 #define TH_CPU_INT_MATH_API(T, S, real, dtype) TH_TENSOR_ARITH_API(T, real, int64_t, )
 TH_FORALL_CPU_INT_TENSORS(TH_CPU_INT_MATH_API)
 #undef TH_CPU_INT_MATH_API

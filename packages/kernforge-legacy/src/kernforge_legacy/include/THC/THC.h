@@ -193,6 +193,10 @@ cudaError_t THCudaFree(THCState* state, void* ptr);
   THC_TENSOR_DEVICE_API(T, S)
 TH_FORALL_CUDA_TENSORS(TH_CUDA_TENSOR_API)
 #undef TH_CUDA_TENSOR_API
+/* Outside a generic file, THCTensor and THCStorage are THCudaTensor and
+ * THCudaStorage, as THTensor is THFloatTensor there (TH/TH.h). */
+typedef THCudaTensor THCRealTensor;
+typedef THCudaStorage THCRealStorage;
 /* THC's mean (an integer: the sum divided with C's truncation), meanall
  * and dist (the p-distance, truncated) of its integer types, which TH had not */
 #define TH_CUDA_INT_MATH_API(T, S, real, dtype)                           \
