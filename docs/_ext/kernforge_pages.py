@@ -75,12 +75,15 @@ def th_coverage() -> list[tuple[str, str, str | None]]:
     headers defines it as a function-like macro (THCudaMalloc), else None."""
     include = LEGACY / "src" / "kernforge_legacy" / "include"
     with tempfile.TemporaryDirectory() as tmp:
-        # only CUDA's and cuBLAS's type names are needed to read the declarations
+        # only CUDA's, cuBLAS's and cuSPARSE's type names are needed to read the declarations
         (Path(tmp) / "cuda_runtime_api.h").write_text(
             "typedef struct CUstream_st *cudaStream_t;\ntypedef int cudaError_t;\n"
         )
         (Path(tmp) / "cublas_v2.h").write_text(
             "typedef struct cublasContext *cublasHandle_t;\ntypedef int cublasStatus_t;\n"
+        )
+        (Path(tmp) / "cusparse.h").write_text(
+            "typedef struct cusparseContext *cusparseHandle_t;\ntypedef int cusparseStatus_t;\n"
         )
         (Path(tmp) / "cuda.h").write_text("")
         declarations = subprocess.run(

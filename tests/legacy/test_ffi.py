@@ -486,10 +486,10 @@ def test_generic_names_redefined_in_ths_words_compile_without_a_warning(tmp_path
     assert cc.returncode == 0 and "redefined" not in cc.stderr, cc.stderr
 
 
-def _cublas_include() -> list[str]:
+def _thc_include() -> list[str]:
     from torch.utils.cpp_extension import CUDA_HOME
 
-    return ffi._cublas(Path(CUDA_HOME or "/usr/local/cuda"))[0]
+    return ffi._thc_libraries(Path(CUDA_HOME or "/usr/local/cuda"))[0]
 
 
 @pytest.mark.cuda  # THC.h includes cuBLAS's header, which a CUDA host has
@@ -516,7 +516,7 @@ def test_a_kernel_file_compiles_against_the_th_and_thc_folders_alone(tmp_path):
     inc = Path(ffi.include_dir())
     cmd = [ffi._nvcc(), "-c", "-arch=sm_90", "-Xcompiler", "-fPIC", f"-I{inc / 'TH'}", f"-I{inc / 'THC'}"]
     nvcc = subprocess.run(
-        [*cmd, *_cublas_include(), "k.cu", "-o", "k.o"], cwd=tmp_path, capture_output=True, text=True
+        [*cmd, *_thc_include(), "k.cu", "-o", "k.o"], cwd=tmp_path, capture_output=True, text=True
     )
     assert nvcc.returncode == 0 and "redefined" not in nvcc.stdout + nvcc.stderr, nvcc.stdout + nvcc.stderr
 

@@ -62,7 +62,8 @@ def _prototypes(with_cuda: bool) -> list[tuple[str, str, list[str]]]:
     source = "#include <TH/TH.h>\n"
     if with_cuda:
         cuda_home = ffi._cuda_home()
-        flags += ["-DKERNFORGE_LEGACY_WITH_CUDA", f"-I{cuda_home / 'include'}", *ffi._cublas(cuda_home)[0]]
+        libraries = ffi._thc_libraries(cuda_home)[0]
+        flags += ["-DKERNFORGE_LEGACY_WITH_CUDA", f"-I{cuda_home / 'include'}", *libraries]
         source += "#include <THC/THC.h>\n"
     text = subprocess.run(
         ["cc", "-E", "-P", *flags, "-x", "c", "-"], input=source, capture_output=True, text=True, check=True

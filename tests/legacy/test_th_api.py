@@ -389,6 +389,33 @@ def test_cublas_called_itself_on_thc_handle(th):
 
 
 @pytest.mark.cuda
+@pytest.mark.sanitize
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+def test_cusparse_called_itself_on_thc_handle(th):
+    """THC.h gives cuSPARSE's types and THC's sparse handles, as THCGeneral.h
+    did: a COO to CSR conversion on the handle, on the current stream."""
+    m = 9
+    rows = torch.sort(torch.randint(0, m, (40,), generator=torch.Generator().manual_seed(43)))[0]
+    rows = rows.to(torch.int32).cuda()
+    offsets = torch.full((3,), -7, dtype=torch.int32, device="cuda")  # resized and overwritten
+    info = torch.empty(0, dtype=torch.int64)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # the handle must come on this stream
+        th.cusparse_itself_cuda(rows, offsets, m, 0, info)
+    torch.cuda.synchronize()
+    counts = torch.bincount(rows.long().cpu(), minlength=m)
+    expected = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)]).to(torch.int32)
+    assert torch.equal(offsets.cpu(), expected)
+    # handles: 1, or more where another test reserved them in this process
+    assert info.tolist()[:2] == [1, 1] and info[2] >= 1 and info[3] == 1
+    with pytest.raises(
+        RuntimeError, match=r"cuSPARSE error: CUSPARSE_STATUS_INVALID_VALUE: .*th_api_cuda\.c:\d+"
+    ):
+        th.cusparse_itself_cuda(rows, offsets, m, 1, info)
+
+
+@pytest.mark.cuda
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
 def test_thc_assert_same_gpu_and_check_warn(th, capfd):
     a, b = torch.randn(3, device="cuda"), torch.randn(3, device="cuda")
@@ -709,7 +736,8 @@ def test_coverage_table_reads_the_headers():
                  "THCudaHalfTensor_multinomialAliasDraw", "THCStream_new",
                  "THCState_setCurrentStreamIndex", "THFloatLapack_gesv", "THDoubleLapack_syev",
                  "THCudaTensor_indexSelect_long", "THCudaIntTensor_addmm", "THC_float2half",
-                 "THCudaStorage_getDevice"):  # fmt: skip
+                 "THCudaStorage_getDevice", "THCState_getCurrentSparseHandle",
+                 "__THCusparseCheck"):  # fmt: skip
         assert how[name] == "declared", name
     assert how["THCudaMalloc"] == "macro"
     missing = (

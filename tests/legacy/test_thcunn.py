@@ -22,9 +22,13 @@ FIXTURE = Path(__file__).parent / "fixtures" / "thcunn" / "src"
 @pytest.mark.skipif(ffi._nvcc() is None, reason="needs nvcc (no GPU)")
 def test_the_module_compiles_for_every_float_type(tmp_path):
     """Compiles only (sm_90, PTX), so that the headers are checked where there
-    is no GPU: cuBLAS's header, which THC.h includes, is stubbed here."""
+    is no GPU: cuBLAS's and cuSPARSE's headers, which THC.h includes, are
+    stubbed here."""
     (tmp_path / "cublas_v2.h").write_text(
         "typedef struct cublasContext *cublasHandle_t;\ntypedef int cublasStatus_t;\n"
+    )
+    (tmp_path / "cusparse.h").write_text(
+        "typedef struct cusparseContext *cusparseHandle_t;\ntypedef int cusparseStatus_t;\n"
     )
     inc = Path(ffi.include_dir())
     ptx = tmp_path / "k.ptx"

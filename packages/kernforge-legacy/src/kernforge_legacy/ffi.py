@@ -183,10 +183,10 @@ def _toolchain_flags(with_cuda: bool) -> dict[str, list[str]]:
     if with_cuda:
         cuda_home = _cuda_home()
         defines.append("-DKERNFORGE_LEGACY_WITH_CUDA")
-        cublas_include, cublas_link = _cublas(cuda_home)
-        includes += [f"-I{cuda_home / 'include'}", *cublas_include]
+        libraries_include, libraries_link = _thc_libraries(cuda_home)
+        includes += [f"-I{cuda_home / 'include'}", *libraries_include]
         cxx.append("-DUSE_CUDA")
-        link += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart", *cublas_link]
+        link += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart", *libraries_link]
         nvcc = [
             "-std=c++17", "-O3", "-Xcompiler=-fPIC", *defines, *includes,
             # 2017 kernels call what CUDA 13 and sm_70 took away, without including THC.h
@@ -1468,24 +1468,42 @@ def _cc_is_cxx() -> bool:
     return bool(cc) and Path(cc[0]).name.endswith("++")
 
 
-def _cublas(cuda_home: Path) -> tuple[list[str], list[str]]:
-    """The include and link flags for cuBLAS, which THC/THC.h includes (as
-    THC's own headers did, so code that called cuBLAS itself built) and the
-    runtime's THC handles need: the toolkit's, else those of the nvidia wheel
-    torch runs on (a toolkit without cuBLAS, as a conda nvcc alone). At run
-    time the library resolves to the one torch has loaded (one soname)."""
-    if (cuda_home / "include" / "cublas_v2.h").exists():
-        return [], ["-lcublas"]
+# What THC/THC.h includes besides CUDA's runtime (as THC's own headers did, so
+# that code calling the libraries itself built) and the runtime's THC handles
+# need: (header, library).
+_THC_LIBRARIES = (("cublas_v2.h", "cublas"), ("cusparse.h", "cusparse"))
+
+
+def _thc_libraries(cuda_home: Path) -> tuple[list[str], list[str]]:
+    """The include and link flags for cuBLAS and cuSPARSE: the toolkit's,
+    else those of the nvidia wheel torch runs on (a toolkit without them, as a
+    conda nvcc alone). At run time each library resolves to the one torch has
+    loaded (one soname)."""
+    includes: list[str] = []
+    links: list[str] = []
     spec = importlib.util.find_spec("nvidia")
-    for root in spec.submodule_search_locations if spec else []:
-        for header in sorted(Path(root).glob("*/include/cublas_v2.h")):
-            libs = sorted(header.parents[1].glob("lib/libcublas.so.*"))
-            if libs:
-                return [f"-I{header.parent}"], [f"-L{libs[0].parent}", f"-l:{libs[0].name}"]
-    raise RuntimeError(
-        "create_extension(with_cuda=True): cuBLAS (include/cublas_v2.h, which THC/THC.h includes) is "
-        f"neither in the CUDA toolkit at {cuda_home} nor in an nvidia wheel; install the toolkit's cuBLAS"
-    )
+    for header, lib in _THC_LIBRARIES:
+        if (cuda_home / "include" / header).exists():
+            links.append(f"-l{lib}")
+            continue
+        for root in spec.submodule_search_locations if spec else []:
+            found = [
+                (h, libs[0])
+                for h in sorted(Path(root).glob(f"*/include/{header}"))
+                if (libs := sorted(h.parents[1].glob(f"lib/lib{lib}.so.*")))
+            ]
+            if found:
+                h, so = found[0]
+                includes += [f"-I{h.parent}"] if f"-I{h.parent}" not in includes else []
+                links += [f"-L{so.parent}", f"-l:{so.name}"]
+                break
+        else:
+            raise RuntimeError(
+                f"create_extension(with_cuda=True): lib{lib} (include/{header}, which THC/THC.h includes) "
+                f"is neither in the CUDA toolkit at {cuda_home} nor in an nvidia wheel; install the "
+                f"toolkit's {lib}"
+            )
+    return includes, links
 
 
 def _nvcc() -> str | None:

@@ -1,4 +1,4 @@
-// THC's state, devices, streams, cuBLAS handles, allocation and error checks
+// THC's state, devices, streams, cuBLAS and cuSPARSE handles, allocation and error checks
 // (THCGeneral.h). Built into the runtime of a CUDA build only.
 #include <map>
 #include <mutex>
@@ -13,40 +13,79 @@ struct THCState {};
 namespace {
 THCState the_state;
 
-// THC's cuBLAS handles, 1..n per device (THCState_reserveBlasHandles's n,
-// 1 at least), each thread's current index (1 unless set), and the devices'
-// properties: made on first use and kept for the process (as THC kept them
-// until shutdown; destroying them at exit could come after the CUDA context
-// is gone).
-std::mutex per_device_mutex;
-std::map<std::pair<int, int>, cublasHandle_t> blas_handles;
-int reserved_blas_handles = 1;
-thread_local int current_blas_handle = 1;
-std::unordered_map<int, cudaDeviceProp> device_properties;  // nodes: their addresses stay
+// The devices' properties, read on first use; map nodes, so their addresses stay.
+std::mutex properties_mutex;
+std::unordered_map<int, cudaDeviceProp> device_properties;
 
-// Handle `index` of `device`, made with the device current while cuBLAS
-// creates it there.
-cublasHandle_t blas_handle(int device, int index) {
-  std::lock_guard<std::mutex> lock(per_device_mutex);
-  auto found = blas_handles.find({device, index});
-  if (found != blas_handles.end()) return found->second;
-  int current;
-  __THCudaCheck(cudaGetDevice(&current), __FILE__, __LINE__);
-  if (current != device) __THCudaCheck(cudaSetDevice(device), __FILE__, __LINE__);
-  cublasHandle_t h;
-  const cublasStatus_t status = cublasCreate(&h);
-  if (current != device) __THCudaCheck(cudaSetDevice(current), __FILE__, __LINE__);
-  __THCublasCheck(status, __FILE__, __LINE__);
-  return blas_handles.emplace(std::make_pair(device, index), h).first->second;
-}
+// THC's library handles of one kind H (cuBLAS's, cuSPARSE's): 1..n per device
+// (n: what THCState_reserve*Handles asked for, 1 at least) and each thread's
+// current index (1 unless set), as THC's. Each is made on first use, with its
+// device current while `create` (which raises on failure) makes it there,
+// and kept for the process (as THC kept them until shutdown; destroying them
+// at exit could come after the CUDA context is gone).
+template <class H>
+class Handles {
+ public:
+  explicit Handles(void (*create)(H*)) : create_(create) {}
 
-void check_blas_index(int index, const char* fn) {
-  std::lock_guard<std::mutex> lock(per_device_mutex);
-  if (index < 1 || index > reserved_blas_handles)
-    throw std::runtime_error(std::string(fn) + ": " + std::to_string(index) +
-                             " is not a valid handle, valid range is: (1, " +
-                             std::to_string(reserved_blas_handles) + ")");
-}
+  // handle `index` of `device`; fn names the caller in errors
+  H get(THCState* s, int device, int index, const char* fn) {
+    check_index(index, fn);
+    if (device < 0 || device >= THCState_getNumDevices(s))
+      throw std::runtime_error(std::string(fn) + ": no CUDA device " + std::to_string(device));
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = made_.find({device, index});
+    if (found != made_.end()) return found->second;
+    struct OnDevice {  // `device` current until the handle is made, or its making failed
+      int before;
+      explicit OnDevice(int device) {
+        __THCudaCheck(cudaGetDevice(&before), __FILE__, __LINE__);
+        if (before != device) __THCudaCheck(cudaSetDevice(device), __FILE__, __LINE__);
+      }
+      ~OnDevice() { cudaSetDevice(before); }
+    } on_device(device);
+    H h;
+    create_(&h);
+    return made_.emplace(std::make_pair(device, index), h).first->second;
+  }
+
+  void check_index(int index, const char* fn) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (index < 1 || index > reserved_)
+      throw std::runtime_error(std::string(fn) + ": " + std::to_string(index) +
+                               " is not a valid handle, valid range is: (1, " +
+                               std::to_string(reserved_) + ")");
+  }
+  void reserve(int n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reserved_ = std::max(reserved_, n);
+  }
+  int reserved() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return reserved_;
+  }
+  int current() const { return current_; }
+  void set_current(int index, const char* fn) {
+    check_index(index, fn);
+    current_ = index;
+  }
+
+ private:
+  void (*create_)(H*);
+  std::mutex mutex_;
+  std::map<std::pair<int, int>, H> made_;
+  int reserved_ = 1;
+  static thread_local int current_;
+};
+template <class H>
+thread_local int Handles<H>::current_ = 1;
+
+Handles<cublasHandle_t> blas_handles([](cublasHandle_t* h) {
+  __THCublasCheck(cublasCreate(h), __FILE__, __LINE__);
+});
+Handles<cusparseHandle_t> sparse_handles([](cusparseHandle_t* h) {
+  __THCusparseCheck(cusparseCreate(h), __FILE__, __LINE__);
+});
 
 // THC's scratch space: per device and stream index (0..reserved streams),
 // 4 floats per SM, made on first use with THCudaMalloc and kept
@@ -290,7 +329,7 @@ int THCState_getCurrentDevice(THCState*) {
 
 struct cudaDeviceProp* THCState_getCurrentDeviceProperties(THCState* s) {
   const int device = THCState_getCurrentDevice(s);
-  std::lock_guard<std::mutex> lock(per_device_mutex);
+  std::lock_guard<std::mutex> lock(properties_mutex);
   auto found = device_properties.find(device);
   if (found == device_properties.end()) {
     cudaDeviceProp prop;
@@ -301,37 +340,57 @@ struct cudaDeviceProp* THCState_getCurrentDeviceProperties(THCState* s) {
 }
 
 cublasHandle_t THCState_getDeviceBlasHandle(THCState* s, int device, int index) {
-  check_blas_index(index, "THCState_getDeviceBlasHandle");
-  if (device < 0 || device >= THCState_getNumDevices(s))
-    throw std::runtime_error("THCState_getDeviceBlasHandle: no CUDA device " +
-                             std::to_string(device));
-  cublasHandle_t h = blas_handle(device, index);
+  cublasHandle_t h = blas_handles.get(s, device, index, "THCState_getDeviceBlasHandle");
   __THCublasCheck(cublasSetStream(h, THCState_getCurrentStreamOnDevice(s, device)), __FILE__,
                   __LINE__);
   return h;
 }
 
 cublasHandle_t THCState_getCurrentBlasHandle(THCState* s) {
-  return THCState_getDeviceBlasHandle(s, THCState_getCurrentDevice(s), current_blas_handle);
+  return THCState_getDeviceBlasHandle(s, THCState_getCurrentDevice(s), blas_handles.current());
 }
 
 void THCState_reserveBlasHandles(THCState*, int numBlasHandles) {
-  std::lock_guard<std::mutex> lock(per_device_mutex);
-  reserved_blas_handles = std::max(reserved_blas_handles, numBlasHandles);
+  blas_handles.reserve(numBlasHandles);
 }
 
 int THCState_getNumBlasHandles(THCState*) {
-  std::lock_guard<std::mutex> lock(per_device_mutex);
-  return reserved_blas_handles;
+  return blas_handles.reserved();
 }
 
 int THCState_getCurrentBlasHandleIndex(THCState*) {
-  return current_blas_handle;
+  return blas_handles.current();
 }
 
 void THCState_setCurrentBlasHandleIndex(THCState*, int handle) {
-  check_blas_index(handle, "THCState_setCurrentBlasHandleIndex");
-  current_blas_handle = handle;
+  blas_handles.set_current(handle, "THCState_setCurrentBlasHandleIndex");
+}
+
+cusparseHandle_t THCState_getDeviceSparseHandle(THCState* s, int device, int index) {
+  cusparseHandle_t h = sparse_handles.get(s, device, index, "THCState_getDeviceSparseHandle");
+  __THCusparseCheck(cusparseSetStream(h, THCState_getCurrentStreamOnDevice(s, device)), __FILE__,
+                    __LINE__);
+  return h;
+}
+
+cusparseHandle_t THCState_getCurrentSparseHandle(THCState* s) {
+  return THCState_getDeviceSparseHandle(s, THCState_getCurrentDevice(s), sparse_handles.current());
+}
+
+void THCState_reserveSparseHandles(THCState*, int numSparseHandles) {
+  sparse_handles.reserve(numSparseHandles);
+}
+
+int THCState_getNumSparseHandles(THCState*) {
+  return sparse_handles.reserved();
+}
+
+int THCState_getCurrentSparseHandleIndex(THCState*) {
+  return sparse_handles.current();
+}
+
+void THCState_setCurrentSparseHandleIndex(THCState*, int handle) {
+  sparse_handles.set_current(handle, "THCState_setCurrentSparseHandleIndex");
 }
 
 // torch.linalg needs no MAGMA started
@@ -386,6 +445,14 @@ void __THCublasCheck(cublasStatus_t status, const char* file, int line) {
   if (file == nullptr) file = "?";
   throw std::runtime_error(std::string("cuBLAS error: ") + cublasGetStatusName(status) + ": " +
                            cublasGetStatusString(status) + " (" + file + ":" +
+                           std::to_string(line) + ")");
+}
+
+void __THCusparseCheck(cusparseStatus_t status, const char* file, int line) {
+  if (status == CUSPARSE_STATUS_SUCCESS) return;
+  if (file == nullptr) file = "?";
+  throw std::runtime_error(std::string("cuSPARSE error: ") + cusparseGetErrorName(status) + ": " +
+                           cusparseGetErrorString(status) + " (" + file + ":" +
                            std::to_string(line) + ")");
 }
 

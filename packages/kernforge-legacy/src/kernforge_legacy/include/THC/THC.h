@@ -17,6 +17,13 @@
 #include <cublas_v2.h> /* as THC's THCGeneral.h: code calling cuBLAS itself took its types from here */
 #include <cuda.h> /* as THC's THCGeneral.h: CUDA_VERSION, which 2017 code tested (nnutils' atomicAdd) */
 #include <cuda_runtime_api.h>
+/* as THC's THCGeneral.h, for code calling cuSPARSE itself; without the
+ * deprecation warnings (its own switch) that its header gives every source
+ * that includes it: 2017 code calls what CUDA 12 marks deprecated */
+#ifndef DISABLE_CUSPARSE_DEPRECATED
+#define DISABLE_CUSPARSE_DEPRECATED
+#endif
+#include <cusparse.h>
 #include <stdbool.h> /* THC's sortKeyValueInplace takes a bool */
 
 #include "../TH/TH.h"
@@ -106,6 +113,14 @@ int THCState_getNumBlasHandles(THCState* state);
 int THCState_getCurrentBlasHandleIndex(THCState* state);
 void THCState_reserveBlasHandles(THCState* state, int numBlasHandles);
 void THCState_setCurrentBlasHandleIndex(THCState* state, int handle);
+/* THC's cuSPARSE handles, for code that calls cuSPARSE itself: the same, 1..n
+ * per device (THCState_reserveSparseHandles), on the current stream. */
+cusparseHandle_t THCState_getCurrentSparseHandle(THCState* state);
+cusparseHandle_t THCState_getDeviceSparseHandle(THCState* state, int device, int handle);
+int THCState_getNumSparseHandles(THCState* state);
+int THCState_getCurrentSparseHandleIndex(THCState* state);
+void THCState_reserveSparseHandles(THCState* state, int numSparseHandles);
+void THCState_setCurrentSparseHandleIndex(THCState* state, int handle);
 /* THC's scratch space: 4 floats per SM of device memory for each device and
  * reserved stream (index 0 the default stream); the current device's and
  * stream's is NULL on a stream that is not a reserved one. */
@@ -123,6 +138,9 @@ void THCMagma_init(THCState* state);
 /* THCublasCheck(status): raises a Python RuntimeError naming the cuBLAS status. */
 void __THCublasCheck(cublasStatus_t status, const char* file, int line);
 #define THCublasCheck(status) __THCublasCheck((status), __FILE__, __LINE__)
+/* THCusparseCheck(status): the same for a cuSPARSE status. */
+void __THCusparseCheck(cusparseStatus_t status, const char* file, int line);
+#define THCusparseCheck(status) __THCusparseCheck((status), __FILE__, __LINE__)
 /* THCudaCheck(err): raises a Python RuntimeError naming the CUDA error. */
 void __THCudaCheck(cudaError_t err, const char* file, int line);
 #define THCudaCheck(err) __THCudaCheck((err), __FILE__, __LINE__)
