@@ -13,6 +13,14 @@ struct THCState {};
 namespace {
 THCState the_state;
 
+// A failed call of a CUDA library (THCublasCheck, THCusparseCheck): its
+// status's name and text, where the code checked it.
+[[noreturn]] void library_error(const char* library, const char* name, const char* text,
+                                const char* file, int line) {
+  throw std::runtime_error(std::string(library) + " error: " + name + ": " + text + " (" +
+                           (file ? file : "?") + ":" + std::to_string(line) + ")");
+}
+
 // The devices' properties, read on first use; map nodes, so their addresses stay.
 std::mutex properties_mutex;
 std::unordered_map<int, cudaDeviceProp> device_properties;
@@ -339,59 +347,33 @@ struct cudaDeviceProp* THCState_getCurrentDeviceProperties(THCState* s) {
   return &found->second;
 }
 
-cublasHandle_t THCState_getDeviceBlasHandle(THCState* s, int device, int index) {
-  cublasHandle_t h = blas_handles.get(s, device, index, "THCState_getDeviceBlasHandle");
-  __THCublasCheck(cublasSetStream(h, THCState_getCurrentStreamOnDevice(s, device)), __FILE__,
-                  __LINE__);
-  return h;
-}
-
-cublasHandle_t THCState_getCurrentBlasHandle(THCState* s) {
-  return THCState_getDeviceBlasHandle(s, THCState_getCurrentDevice(s), blas_handles.current());
-}
-
-void THCState_reserveBlasHandles(THCState*, int numBlasHandles) {
-  blas_handles.reserve(numBlasHandles);
-}
-
-int THCState_getNumBlasHandles(THCState*) {
-  return blas_handles.reserved();
-}
-
-int THCState_getCurrentBlasHandleIndex(THCState*) {
-  return blas_handles.current();
-}
-
-void THCState_setCurrentBlasHandleIndex(THCState*, int handle) {
-  blas_handles.set_current(handle, "THCState_setCurrentBlasHandleIndex");
-}
-
-cusparseHandle_t THCState_getDeviceSparseHandle(THCState* s, int device, int index) {
-  cusparseHandle_t h = sparse_handles.get(s, device, index, "THCState_getDeviceSparseHandle");
-  __THCusparseCheck(cusparseSetStream(h, THCState_getCurrentStreamOnDevice(s, device)), __FILE__,
-                    __LINE__);
-  return h;
-}
-
-cusparseHandle_t THCState_getCurrentSparseHandle(THCState* s) {
-  return THCState_getDeviceSparseHandle(s, THCState_getCurrentDevice(s), sparse_handles.current());
-}
-
-void THCState_reserveSparseHandles(THCState*, int numSparseHandles) {
-  sparse_handles.reserve(numSparseHandles);
-}
-
-int THCState_getNumSparseHandles(THCState*) {
-  return sparse_handles.reserved();
-}
-
-int THCState_getCurrentSparseHandleIndex(THCState*) {
-  return sparse_handles.current();
-}
-
-void THCState_setCurrentSparseHandleIndex(THCState*, int handle) {
-  sparse_handles.set_current(handle, "THCState_setCurrentSparseHandleIndex");
-}
+// THC.h's THC_HANDLE_API of one library: its handles (a Handles), the
+// library's set-stream call and its status check.
+#define KFL_DEFINE_HANDLE_API(Kind, H, handles, set_stream, status_check)                          \
+  H THCState_getDevice##Kind##Handle(THCState* s, int device, int index) {                         \
+    H h = handles.get(s, device, index, "THCState_getDevice" #Kind "Handle");                      \
+    status_check(set_stream(h, THCState_getCurrentStreamOnDevice(s, device)), __FILE__, __LINE__); \
+    return h;                                                                                      \
+  }                                                                                                \
+  H THCState_getCurrent##Kind##Handle(THCState* s) {                                               \
+    return THCState_getDevice##Kind##Handle(s, THCState_getCurrentDevice(s), handles.current());   \
+  }                                                                                                \
+  void THCState_reserve##Kind##Handles(THCState*, int n) {                                         \
+    handles.reserve(n);                                                                            \
+  }                                                                                                \
+  int THCState_getNum##Kind##Handles(THCState*) {                                                  \
+    return handles.reserved();                                                                     \
+  }                                                                                                \
+  int THCState_getCurrent##Kind##HandleIndex(THCState*) {                                          \
+    return handles.current();                                                                      \
+  }                                                                                                \
+  void THCState_setCurrent##Kind##HandleIndex(THCState*, int handle) {                             \
+    handles.set_current(handle, "THCState_setCurrent" #Kind "HandleIndex");                        \
+  }
+KFL_DEFINE_HANDLE_API(Blas, cublasHandle_t, blas_handles, cublasSetStream, __THCublasCheck)
+KFL_DEFINE_HANDLE_API(Sparse, cusparseHandle_t, sparse_handles, cusparseSetStream,
+                      __THCusparseCheck)
+#undef KFL_DEFINE_HANDLE_API
 
 // torch.linalg needs no MAGMA started
 void THCMagma_init(THCState*) {}
@@ -441,19 +423,14 @@ void THCSetGCHandler(THCState*, void (*cutorchGCFunction)(void* data), void* dat
 void THCHeapUpdate(THCState*, ptrdiff_t) {}
 
 void __THCublasCheck(cublasStatus_t status, const char* file, int line) {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
-  if (file == nullptr) file = "?";
-  throw std::runtime_error(std::string("cuBLAS error: ") + cublasGetStatusName(status) + ": " +
-                           cublasGetStatusString(status) + " (" + file + ":" +
-                           std::to_string(line) + ")");
+  if (status != CUBLAS_STATUS_SUCCESS)
+    library_error("cuBLAS", cublasGetStatusName(status), cublasGetStatusString(status), file, line);
 }
 
 void __THCusparseCheck(cusparseStatus_t status, const char* file, int line) {
-  if (status == CUSPARSE_STATUS_SUCCESS) return;
-  if (file == nullptr) file = "?";
-  throw std::runtime_error(std::string("cuSPARSE error: ") + cusparseGetErrorName(status) + ": " +
-                           cusparseGetErrorString(status) + " (" + file + ":" +
-                           std::to_string(line) + ")");
+  if (status != CUSPARSE_STATUS_SUCCESS)
+    library_error("cuSPARSE", cusparseGetErrorName(status), cusparseGetErrorString(status), file,
+                  line);
 }
 
 int THCState_getNumDevices(THCState*) {

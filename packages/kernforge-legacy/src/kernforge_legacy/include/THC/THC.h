@@ -101,26 +101,24 @@ void THCState_setCurrentStreamIndex(THCState* state, int stream);
  * per device; the pointer stays valid). */
 struct cudaDeviceProp* THCState_getCurrentDeviceProperties(THCState* state);
 
-/* THC's cuBLAS handles, for code that calls cuBLAS itself: handles 1..n per
- * device (n = 1, or what THCState_reserveBlasHandles asked for), each made on
- * first use and kept for the process, handed out on the current stream of its
- * device (code that sets another stream on it, as some did, gets the current
- * one again at its next call); the current index (1 unless set) is per
- * thread, as THC's. */
-cublasHandle_t THCState_getCurrentBlasHandle(THCState* state);
-cublasHandle_t THCState_getDeviceBlasHandle(THCState* state, int device, int handle);
-int THCState_getNumBlasHandles(THCState* state);
-int THCState_getCurrentBlasHandleIndex(THCState* state);
-void THCState_reserveBlasHandles(THCState* state, int numBlasHandles);
-void THCState_setCurrentBlasHandleIndex(THCState* state, int handle);
-/* THC's cuSPARSE handles, for code that calls cuSPARSE itself: the same, 1..n
- * per device (THCState_reserveSparseHandles), on the current stream. */
-cusparseHandle_t THCState_getCurrentSparseHandle(THCState* state);
-cusparseHandle_t THCState_getDeviceSparseHandle(THCState* state, int device, int handle);
-int THCState_getNumSparseHandles(THCState* state);
-int THCState_getCurrentSparseHandleIndex(THCState* state);
-void THCState_reserveSparseHandles(THCState* state, int numSparseHandles);
-void THCState_setCurrentSparseHandleIndex(THCState* state, int handle);
+/* THC's library handles, for code that calls cuBLAS or cuSPARSE itself
+ * (Kind Blas: cublasHandle_t, THCState_getCurrentBlasHandle, ...; Kind
+ * Sparse: cusparseHandle_t, THCState_getCurrentSparseHandle, ...): handles
+ * 1..n per device (n = 1, or what THCState_reserve<Kind>Handles asked for),
+ * each made on first use and kept for the process, handed out on the current
+ * stream of its device (code that sets another stream on it, as some did,
+ * gets the current one again at its next call); the current index (1 unless
+ * set) is per thread, as THC's. */
+#define THC_HANDLE_API(Kind, H)                                                \
+  H THCState_getCurrent##Kind##Handle(THCState* state);                        \
+  H THCState_getDevice##Kind##Handle(THCState* state, int device, int handle); \
+  int THCState_getNum##Kind##Handles(THCState* state);                         \
+  int THCState_getCurrent##Kind##HandleIndex(THCState* state);                 \
+  void THCState_reserve##Kind##Handles(THCState* state, int numHandles);       \
+  void THCState_setCurrent##Kind##HandleIndex(THCState* state, int handle);
+THC_HANDLE_API(Blas, cublasHandle_t)
+THC_HANDLE_API(Sparse, cusparseHandle_t)
+#undef THC_HANDLE_API
 /* THC's scratch space: 4 floats per SM of device memory for each device and
  * reserved stream (index 0 the default stream); the current device's and
  * stream's is NULL on a stream that is not a reserved one. */
