@@ -415,6 +415,103 @@ def test_cusparse_called_itself_on_thc_handle(th):
         th.cusparse_itself_cuda(rows, offsets, m, 1, info)
 
 
+def _csr(dense):
+    """A dense matrix's CSR arrays as cuSPARSE takes them: int32 offsets and
+    columns, the values."""
+    s = dense.to_sparse_csr()
+    return s.crow_indices().int(), s.col_indices().int(), s.values()
+
+
+def _sparse_matrix(rows, cols, seed, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    dense = torch.rand(rows, cols, generator=g, dtype=dtype) + 0.5
+    return (dense * (torch.rand(rows, cols, generator=g) < 0.3)).cuda()
+
+
+def _from_csr(row, col, val, rows, cols):
+    return torch.sparse_csr_tensor(row.long(), col.long(), val, (rows, cols)).to_dense()
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+def test_cusparse_functions_cuda_removed(th):
+    """csrmv, csr2csc, gthr, csrgeam and csrgemm with their Nnz steps, which
+    CUDA 11 and 12 removed (mgharbi's automatting calls them all), against
+    torch's dense math; the counts of the Nnz steps in host and device
+    memory."""
+    a = _sparse_matrix(13, 9, 51)
+    a_row, a_col, a_val = _csr(a)
+    x = torch.randn(9, device="cuda")
+    y0 = torch.randn(13, device="cuda")
+    y = y0.clone()
+    th.removed_csrmv_cuda(a_row, a_col, a_val, 13, 9, 0, 2.0, x, 0.5, y)
+    close(y, 2.0 * (a @ x) + 0.5 * y0, rtol=1e-5, atol=1e-5)
+    xt, yt = torch.randn(13, device="cuda"), torch.full((9,), float("nan"), device="cuda")
+    th.removed_csrmv_cuda(a_row, a_col, a_val, 13, 9, 1, 1.0, xt, 0.0, yt)  # beta 0: y is not read
+    close(yt, a.t() @ xt, rtol=1e-5, atol=1e-5)
+    a64 = a.double()
+    x64, y64 = x.double(), torch.full((13,), float("nan"), dtype=torch.float64, device="cuda")
+    th.removed_csrmv_double_cuda(a_row, a_col, a64.to_sparse_csr().values(), 13, 9, x64, y64)
+    close(y64, a64 @ x64, rtol=1e-12, atol=1e-12)
+
+    row_ind, col_ptr, csc_val = (torch.full((2,), -7, dtype=dtype, device="cuda") for dtype in
+                                 (torch.int32, torch.int32, torch.float32))  # fmt: skip
+    th.removed_csr2csc_cuda(a_row, a_col, a_val, 13, 9, row_ind, col_ptr, csc_val)
+    t_row, t_col, t_val = _csr(a.t().contiguous())
+    assert torch.equal(col_ptr, t_row) and torch.equal(row_ind, t_col) and torch.equal(csc_val, t_val)
+
+    ind = torch.tensor([5, 0, 8, 8, 3], dtype=torch.int32, device="cuda")
+    out = torch.empty(0, device="cuda")
+    th.removed_gthr_cuda(x, ind, out)
+    assert torch.equal(out, x[ind.long()])
+
+    b = _sparse_matrix(13, 9, 52)
+    b_row, b_col, b_val = _csr(b)
+    expected = 1.5 * a - 0.25 * b
+    union = int(((a != 0) | (b != 0)).sum())
+    for on_device in (0, 1):
+        c = [torch.full((1,), -7, dtype=t, device="cuda") for t in (torch.int32, torch.int32, torch.float32)]
+        nnz = th.removed_csrgeam_cuda(
+            a_row, a_col, a_val, 1.5, b_row, b_col, b_val, -0.25, 13, 9, *c, on_device
+        )
+        assert nnz == union == c[2].numel()
+        close(_from_csr(*c, 13, 9), expected, rtol=1e-5, atol=1e-6)
+
+    m2 = _sparse_matrix(9, 11, 53)
+    m_row, m_col, m_val = _csr(m2)
+    for on_device in (0, 1):
+        c = [torch.full((1,), -7, dtype=t, device="cuda") for t in (torch.int32, torch.int32, torch.float32)]
+        nnz = th.removed_csrgemm_cuda(a_row, a_col, a_val, m_row, m_col, m_val, 13, 11, 9, 0, *c, on_device)
+        assert nnz == c[2].numel() >= int(((a @ m2) != 0).sum())
+        close(_from_csr(*c, 13, 11), a @ m2, rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match=r"cuSPARSE error: CUSPARSE_STATUS_NOT_SUPPORTED"):
+        th.removed_csrgemm_cuda(a_row, a_col, a_val, m_row, m_col, m_val, 9, 11, 13, 1, *c, 0)
+
+    # automatting's size, 100000 x 100000 of 10000 entries each, which
+    # cusparseSpGEMM's default algorithm refused (INSUFFICIENT_RESOURCES)
+    n = 100000
+    g = torch.Generator().manual_seed(54)
+    big = [
+        torch.sparse_coo_tensor(
+            torch.randint(0, n, (2, 10000), generator=g), torch.rand(10000, generator=g) + 0.5, (n, n)
+        ).coalesce()
+        for _ in range(2)
+    ]
+    (p_row, p_col, p_val), (q_row, q_col, q_val) = (
+        (t.crow_indices().int().cuda(), t.col_indices().int().cuda(), t.values().cuda())
+        for t in (b.to_sparse_csr() for b in big)
+    )
+    c = [torch.empty(0, dtype=t, device="cuda") for t in (torch.int32, torch.int32, torch.float32)]
+    nnz = th.removed_csrgemm_cuda(p_row, p_col, p_val, q_row, q_col, q_val, n, n, n, 0, *c, 0)
+    expected = torch.sparse.mm(big[0], big[1]).coalesce().to_sparse_csr()
+    assert nnz == expected.values().numel() > 0
+    assert torch.equal(c[0].cpu(), expected.crow_indices().int()) and torch.equal(
+        c[1].cpu(), expected.col_indices().int()
+    )
+    close(c[2].cpu(), expected.values(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
 def test_thc_assert_same_gpu_and_check_warn(th, capfd):

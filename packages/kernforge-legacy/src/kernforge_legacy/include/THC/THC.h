@@ -28,6 +28,7 @@
 
 #include "../TH/TH.h"
 #include "kfl_removed_cuda.h" /* cudaThreadSynchronize, __shfl_down and the rest CUDA 13 / sm_70 took away */
+#include "kfl_removed_cusparse.h" /* cusparseScsrmv, csrgemm and the rest CUDA 11 and 12 took away */
 
 /* The element type of THCudaHalfTensor: in CUDA sources (nvcc) CUDA's `half`,
  * as THC's was there, so that kernels compute with what THCudaHalfTensor_data
