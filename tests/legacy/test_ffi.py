@@ -916,6 +916,49 @@ def test_thctensor_outside_a_generic_file_is_the_cuda_float_tensor(tmp_path, wor
         m.scale_add(t.cpu(), 2, 1.5)
 
 
+def test_enums_opaque_pointers_and_wide_strings(tmp_path, workdir):
+    """pytorch-ctc's header (2017): a `typedef enum` parameter, objects of
+    the C code's own returned as `void *` and passed back (its decoders and
+    scorers), labels as `const wchar_t *` from a Python str."""
+    ext = _extension(
+        tmp_path,
+        "typedef enum { SUM, COUNT } Kind;\nenum Scale { ONE = 1, TEN = 10 };\n"
+        "void *make_counter(const wchar_t *labels, int n, Kind kind);\n"
+        "int count(void *counter, const wchar_t *text, enum Scale scale);\n"
+        "void free_counter(void *counter);\nvoid *nothing(void);\nKind kind_of(void *counter);",
+        "#include <stdlib.h>\n#include <wchar.h>\n"
+        "typedef enum { SUM, COUNT } Kind;\nenum Scale { ONE = 1, TEN = 10 };\n"
+        "struct counter { wchar_t labels[16]; Kind kind; };\n"
+        "void *make_counter(const wchar_t *labels, int n, Kind kind) {\n"
+        "  struct counter *c = calloc(1, sizeof *c);\n  wcsncpy(c->labels, labels, 15);\n"
+        "  c->kind = kind;\n  return n == (int)wcslen(labels) ? c : NULL;\n}\n"
+        "int count(void *counter, const wchar_t *text, enum Scale scale) {\n"
+        "  struct counter *c = counter;\n  int total = 0;\n"
+        "  for (; *text; text++) {\n    wchar_t *at = wcschr(c->labels, *text);\n"
+        "    if (at) total += c->kind == SUM ? (int)(at - c->labels) : 1;\n  }\n"
+        "  return total * scale;\n}\n"
+        "void free_counter(void *counter) { free(counter); }\n"
+        "void *nothing(void) { return NULL; }\n"
+        "Kind kind_of(void *counter) { return ((struct counter *)counter)->kind; }\n",
+        verbose=False,
+    )
+    m = _load(ext.build(), "fixture_opaque")
+    labels = "_aé☃"  # beyond Latin-1: wchar_t's 4 bytes
+    summing = m.make_counter(labels, len(labels), 0)
+    assert isinstance(summing, ffi.Pointer) and summing and summing != None  # noqa: E711
+    counting = m.make_counter(labels, len(labels), 1)
+    assert m.count(summing, "a☃é", 1) == 1 + 3 + 2
+    assert m.count(counting, "a☃é", 10) == 30
+    assert m.kind_of(summing) == 0 and m.kind_of(counting) == 1
+    missing = m.make_counter(labels, 2, 0)  # NULL: the C code refused
+    assert not missing and missing == None and m.nothing() == None  # noqa: E711
+    assert summing != counting and summing == ffi.Pointer(summing.address)
+    for p in (summing, counting):
+        m.free_counter(p)
+    with pytest.raises(ffi.ArgumentTypeError, match=r"count: argument 1 \(counter, void\*\)"):
+        m.count(5, "a", 1)
+
+
 def test_a_cuda_object_in_a_cpu_build_fails_with_a_message_saying_with_cuda(tmp_path, workdir):
     """medicaldetectiontoolkit's nms build.py links its kernel object also
     when torch has no CUDA (with_cuda=False): the message says that object

@@ -298,6 +298,36 @@ def _cffi_null(value) -> bool:
     return int(cffi.cast(cffi.new_primitive_type("uintptr_t"), value)) == 0
 
 
+class Pointer:
+    """A `void *` an extension function returned: an object of the C code's
+    own (pytorch-ctc's decoders and scorers), passed back to its functions as
+    cffi's pointer was. False and equal to None and cffi's NULL when NULL."""
+
+    __slots__ = ("address",)
+
+    def __init__(self, address: int):
+        self.address = address
+
+    def __int__(self) -> int:
+        return self.address
+
+    def __bool__(self) -> bool:
+        return self.address != 0
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Pointer):
+            return self.address == other.address
+        if other is None or _cffi_null(other):
+            return self.address == 0
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.address)
+
+    def __repr__(self) -> str:
+        return f"<kernforge_legacy.ffi.Pointer 'void *' 0x{self.address:x}>"
+
+
 def _address(name: str, i: int, param: str, c_type: str, value) -> int:
     """The address a pointer parameter (`c_type *`) gets: None is NULL; else
     the memory of a cffi pointer or array (`ffi.new("int *")`, as 2017 code
@@ -308,6 +338,8 @@ def _address(name: str, i: int, param: str, c_type: str, value) -> int:
     pointers."""
     if value is None:
         return 0
+    if isinstance(value, Pointer):  # what a C function of the extension returned, passed back
+        return value.address
     got, pointee, address = type(value).__name__, None, None
     variable = False  # a ctypes c_void_p or c_char_p: for `void *`, its value or its address?
     if type(value).__module__ == "_cffi_backend":  # cffi's CData; its module is loaded if one exists
@@ -356,6 +388,7 @@ def legacy_function(
     storages: dict[int, str] | None = None,
     returns_storage: bool = False,
     pointers: dict[int, str] | None = None,
+    returns_pointer: bool = False,
 ):
     """The Python function an extension module exports for the op of the C
     function `name` (the op is its ``.op``): the op, with its argument errors raised as
@@ -367,7 +400,9 @@ def legacy_function(
     bytes as the C type's elements). With ``returns_storage`` the C function returns a storage,
     which comes back as a ``torch.TypedStorage``, as the old ffi returned one. ``pointers``
     maps the index of each pointer parameter (``int *``) to the C type it points to: the op
-    takes the address of the cffi or ctypes memory passed there (:func:`_address`)."""
+    takes the address of the cffi or ctypes memory passed there (:func:`_address`). With
+    ``returns_pointer`` the C function returns a ``void *``, which comes back as a
+    :class:`Pointer`."""
     import torch
 
     storages = storages or {}
@@ -397,6 +432,10 @@ def legacy_function(
                 # a C string, as cffi passed bytes to a char * (torchaudio's file names):
                 # a NUL-terminated copy, alive for the call
                 value = ctypes.create_string_buffer(value)
+                keep.append(value)
+            elif isinstance(value, str) and pointers[i] == "wchar_t":
+                # a wide C string, as cffi passed a str to a wchar_t * (pytorch-ctc's labels)
+                value = ctypes.create_unicode_buffer(value)
                 keep.append(value)
             return _address(name, i, params[i].name, pointers[i], value)
         return as_tensor(i, value)
@@ -438,6 +477,8 @@ def legacy_function(
             return torch.TypedStorage(
                 wrap_storage=result.untyped_storage(), dtype=result.dtype, _internal=True
             )
+        if returns_pointer:
+            return Pointer(result)
         return result
 
     call.__name__ = call.__qualname__ = name
@@ -517,7 +558,7 @@ _C_NUMBERS = {
     "int16_t": ctypes.c_int16, "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64,
     "uint8_t": ctypes.c_uint8, "uint16_t": ctypes.c_uint16, "uint32_t": ctypes.c_uint32,
     "uint64_t": ctypes.c_uint64, "float": ctypes.c_float, "double": ctypes.c_double,
-    "bool": ctypes.c_bool, "_Bool": ctypes.c_bool,
+    "bool": ctypes.c_bool, "_Bool": ctypes.c_bool, "wchar_t": ctypes.c_wchar,
 }  # fmt: skip
 _FLOAT_TYPES = {"float", "double"}
 _BOOL_TYPES = {"bool", "_Bool"}
@@ -607,7 +648,14 @@ class Prototype:
     def returned_handle(self) -> str | None:
         """The tensor or storage type the C function returns a new one of
         (TH's new reference, the caller's), or None."""
-        return self.returns[:-2] if self.returns.endswith(" *") else None
+        handle = self.returns[:-2] if self.returns.endswith(" *") else None
+        return handle if handle in _CPU_HANDLES or handle in _CUDA_HANDLES else None
+
+    @property
+    def returns_pointer(self) -> bool:
+        """Whether the C function returns a `void *` (an opaque object of its
+        own, which Python passes back: a :class:`Pointer`)."""
+        return self.returns == "void *"
 
     @property
     def schema(self) -> str:
@@ -641,6 +689,12 @@ def parse_header(
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
     text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    # enums (`typedef enum { CTC, CTC_KENLM } DecodeType;`, `enum Mode {...};`):
+    # their names and tags are C's int to the functions that take them
+    enums = set()
+    for m in re.finditer(r"\benum\s*(\w*)\s*\{[^{}]*\}\s*(\w*)\s*;", text):
+        enums.update(n for n in m.groups() if n)
+    text = re.sub(r"(?:\btypedef\s+)?\benum\s*\w*\s*\{[^{}]*\}\s*\w*\s*;", ";", text)
     protos = []
     for decl in text.split(";"):
         decl = " ".join(decl.split())
@@ -654,7 +708,7 @@ def parse_header(
             raise ValueError(f"{header}: cannot read {decl!r} as a function prototype")
         name, ret = m["name"], " ".join(m["ret"].replace("*", " * ").split())
         try:
-            ret = " ".join(w for w in ret.split() if w not in ("const", "struct"))
+            ret = _without_enums(" ".join(w for w in ret.split() if w not in ("const", "struct")), enums)
             handle = ret[:-2] if ret.endswith(" *") and ret.count("*") == 1 else None
             if handle in _CUDA_HANDLES and not with_cuda:
                 raise ValueError(
@@ -662,16 +716,19 @@ def parse_header(
                     "create_extension(..., with_cuda=True)"
                 )
             if handle not in _CPU_HANDLES | _CUDA_HANDLES and (
-                ret != "void" and ret not in _INT_TYPES | _FLOAT_TYPES | _BOOL_TYPES
+                ret not in ("void", "void *") and ret not in _INT_TYPES | _FLOAT_TYPES | _BOOL_TYPES
             ):
                 raise _Unwrappable(
                     f"{header}: {name} returns {ret!r}; an extension function may return void, an "
-                    "integer, float, double, bool, or a tensor or storage it made (THFloatTensor *, "
-                    "THByteStorage *, ...)"
+                    "integer, float, double, bool, a tensor or storage it made (THFloatTensor *, "
+                    "THByteStorage *, ...), or a void * of its own"
                 )
             raw = m["params"].strip()
             pieces = [] if raw in ("", "void") else [p.strip() for p in raw.split(",")]
-            params = tuple(_parse_param(p, i, name, header, with_cuda) for i, p in enumerate(pieces))
+            params = tuple(
+                _parse_param(_without_enums(p, enums), i, name, header, with_cuda)
+                for i, p in enumerate(pieces)
+            )
         except _Unwrappable as e:
             if skipped is None:
                 raise
@@ -685,6 +742,21 @@ def parse_header(
             params = tuple(dataclasses.replace(p, name=f"arg{i}") for i, p in enumerate(params))
         protos.append(Prototype(name, ret, params, header))
     return protos
+
+
+def _without_enums(text: str, enums: set[str]) -> str:
+    """A declaration with its enum types (`DecodeType`, `enum Mode`) written
+    as C's int, which a C enum is to the ABI (gcc's, for values an int holds)."""
+    words = re.findall(r"[A-Za-z_]\w*|\S", text)
+    out = []
+    for w in words:
+        if out and out[-1] == "enum":
+            out[-1] = "int"
+        elif w in enums:
+            out.append("int")
+        else:
+            out.append(w)
+    return " ".join(out)
 
 
 def _parse_param(text: str, index: int, fn: str, header: str, with_cuda: bool) -> Param:
@@ -910,6 +982,8 @@ class Extension:
             if f.returned_handle:  # the handle's reference, taken over by the returned tensor
                 storage = "true" if f.returned_handle.endswith("Storage") else "false"
                 call = f'Tensor(kernforge_legacy::returned_tensor({call}, {storage}, "{f.name}"))'
+            elif f.returns_pointer:  # its address; Python makes it a Pointer
+                call = f"static_cast<int64_t>(reinterpret_cast<intptr_t>({call}))"
             if self.with_cuda and tensors:  # a launch the C code left unchecked raises, naming f
                 check = f'  if (guard.on_cuda()) kernforge_legacy::check_launches("{f.name}");'
                 if f.returns == "void":
@@ -970,6 +1044,8 @@ class Extension:
             args.append(f"pointers={pointers!r}")
         if f.returned_handle and f.returned_handle.endswith("Storage"):
             args.append("returns_storage=True")
+        if f.returns_pointer:
+            args.append("returns_pointer=True")
         return args
 
     def _flags(self, runtime: Path, rpath: str) -> dict[str, list[str]]:
