@@ -1626,6 +1626,40 @@ def test_distutils_extension_with_build_ext_inplace(tmp_path, workdir):
     assert _add_in_new_process("_ext", project) == "1 [2.0, 2.0]"
 
 
+def test_a_package_that_wraps_the_cffi_module_itself(tmp_path, workdir):
+    """pytorch-ctc's setup.py (2017) renames the Extension to the package's
+    own module (`ffi.name = 'pkg._f'`), and its __init__.py imports that
+    module's `lib` and `ffi` and wraps each function with torch.utils.ffi's
+    `_wrap_function`: with the import lines changed, the library is that
+    module, and the package's functions take tensors."""
+    project = tmp_path / "project"
+    _write(
+        project,
+        {
+            "src/f.h": "int fill(THFloatTensor *x, float value);",
+            "src/f.c": '#include "TH.h"\nint fill(THFloatTensor *x, float value) {\n'
+            "  THFloatTensor_fill(x, value);\n  return (int)THFloatTensor_nElement(x);\n}\n",
+            "pkg/__init__.py": "from kernforge_legacy.ffi import _wrap_function\n"
+            "from ._f import lib as _lib, ffi as _ffi\n__all__ = []\n"
+            "for symbol in dir(_lib):\n"
+            "    globals()['_' + symbol] = _wrap_function(getattr(_lib, symbol), _ffi)\n"
+            "    __all__.append('_' + symbol)\n",
+            "setup.py": "from setuptools import setup\nfrom kernforge_legacy.ffi import create_extension\n"
+            "ffi = create_extension('f', package=True, headers=['src/f.h'], sources=['src/f.c'],\n"
+            "                       verbose=False)\n"
+            "ffi = ffi.distutils_extension()\nffi.name = 'pkg._f'\n"
+            "setup(name='pkg', version='0.1', packages=['pkg'], ext_modules=[ffi])\n",
+        },
+    )
+    _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], project)
+    code = (
+        "import torch, pkg\nx = torch.full((2, 3), float('nan'))\n"
+        "print(pkg.__all__, pkg._fill(x, 1.5), x.tolist(), pkg._f.__name__)"
+    )
+    out = _run([sys.executable, "-c", code], project).strip().splitlines()[-1]
+    assert out == "['_fill'] 6 [[1.5, 1.5, 1.5], [1.5, 1.5, 1.5]] pkg._f"
+
+
 @pytest.mark.slow  # needs pip, which the matrix cells' and conda prefixes' environments lack
 def test_distutils_extension_with_pip_install(tmp_path, workdir):
     project = _my_lib_project(tmp_path)
