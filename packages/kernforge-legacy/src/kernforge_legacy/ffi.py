@@ -1102,6 +1102,7 @@ class Extension:
             "  using CallMethod = PyObject* (*)(PyObject*, const char*, const char*, ...);",
             '  auto call = kfl_python<CallMethod>("PyObject_CallMethod");',
             '  auto decref = kfl_python<void (*)(PyObject*)>("Py_DecRef");',
+            "  if (import == nullptr || call == nullptr || decref == nullptr) return nullptr;",
             "  Dl_info info;  // this library's path, the module's __file__",
             '  const char* path = dladdr(reinterpret_cast<void*>(&kfl_create), &info) ? info.dli_fname : "";',
             '  PyObject* ffi = import("kernforge_legacy.ffi");',
@@ -1117,7 +1118,8 @@ class Extension:
             f'    PyModuleDef_HEAD_INIT, "{name}", nullptr, 0, nullptr, kfl_slots}};',
             "",
             f'extern "C" __attribute__((visibility("default"))) PyObject* {init}(void) {{',
-            '  return kfl_python<PyObject* (*)(PyModuleDef*)>("PyModuleDef_Init")(&kfl_module);',
+            '  auto init = kfl_python<PyObject* (*)(PyModuleDef*)>("PyModuleDef_Init");',
+            "  return init == nullptr ? nullptr : init(&kfl_module);",
             "}",
             "",
         ])  # fmt: skip
