@@ -444,6 +444,122 @@ def test_removed_cuda_header_turns_2017_warp_code_into_sync_forms(tmp_path):
     assert "vote.sync.any" in text and "vote.sync.all" in text and "activemask" in text
 
 
+UNIQUE = FIXTURES / "unique" / "src"
+
+
+def _stub_thc_libraries(folder: Path) -> Path:
+    """cuBLAS's and cuSPARSE's headers, which THC.h includes, stubbed for a
+    compile where the toolkit lacks them (the CPU machines)."""
+    folder.mkdir(exist_ok=True)
+    (folder / "cublas_v2.h").write_text(
+        "typedef struct cublasContext *cublasHandle_t;\ntypedef int cublasStatus_t;\n"
+    )
+    (folder / "cusparse.h").write_text(
+        "typedef struct cusparseContext *cusparseHandle_t;\ntypedef int cusparseStatus_t;\n"
+    )
+    return folder
+
+
+@pytest.mark.skipif(ffi._nvcc() is None, reason="needs nvcc (no GPU)")
+def test_a_kernel_that_includes_thrust_after_thc_h_compiles(tmp_path):
+    """Compiles only, for sm_90: a .cu file that includes thrust after THC.h,
+    as torch_unique's did, with the header the build puts before every .cu
+    source. CUDA's C++ library (cuda::std, under thrust) declares a struct
+    __any with a constructor __any(...), which a function-like __any macro
+    rewrote; the vote without a mask still comes out as its .sync form."""
+    inc = Path(ffi.include_dir())
+    ptx = tmp_path / "k.ptx"
+    cmd = [ffi._nvcc(), "-ptx", "-arch=sm_90", "-std=c++17", "-DKERNFORGE_LEGACY_WITH_CUDA", "-o", str(ptx)]
+    cmd += ["-include", str(inc / "THC" / "kfl_removed_cuda.h")]
+    cmd += [f"-I{d}" for d in (inc, inc / "TH", inc / "THC", _stub_thc_libraries(tmp_path / "stubs"))]
+    done = subprocess.run([*cmd, str(UNIQUE / "unique_kernel.cu")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "vote.sync.any" in ptx.read_text()
+
+
+@pytest.mark.skipif(ffi._nvcc() is None, reason="needs nvcc (no GPU)")
+def test_an_extension_header_named_as_cudas_does_not_hide_it(tmp_path, monkeypatch):
+    """torch_unique declared its functions in its own src/cuda.h and passed
+    src as an include folder. torch.utils.ffi put CUDA's folder before the
+    extension's, so THC.h's <cuda.h> was CUDA's; the extension's C source,
+    compiled with the build's own flags, finds both. Compiles only (the
+    CUDA build of torch and cuBLAS's headers stood in for)."""
+    stubs = _stub_thc_libraries(tmp_path / "stubs")
+    monkeypatch.setattr(ffi, "_require_cuda", lambda: None)
+    monkeypatch.setattr(ffi, "_thc_libraries", lambda cuda_home: ([f"-I{stubs}"], []))
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
+    ext = ffi.create_extension(
+        "u",
+        headers=[UNIQUE / "cuda.h"],
+        sources=[UNIQUE / "unique_cuda.c", UNIQUE / "unique_kernel.cu"],
+        include_dirs=[UNIQUE],
+        with_cuda=True,
+        relative_to=str(tmp_path / "build.py"),
+    )
+    flags = ext._flags(tmp_path / "libruntime.so", str(tmp_path))
+    cmd = [
+        "cc",
+        "-fsyntax-only",
+        "-Werror",
+        *flags["defines"],
+        *flags["includes"],
+        str(UNIQUE / "unique_cuda.c"),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="session")
+def unique(workdir):
+    with built_once(workdir / "unique") as folder:
+        ext = ffi.create_extension(
+            "_ext.unique",
+            headers=[UNIQUE / "cuda.h"],
+            sources=[UNIQUE / "unique_cuda.c", UNIQUE / "unique_kernel.cu"],
+            include_dirs=[UNIQUE],
+            with_cuda=True,
+            relative_to=str(folder / "build.py"),
+            verbose=False,
+        )
+        ext.build()
+    return _load(folder / "_ext" / "unique", "fixture_unique")
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_thrust_on_thcs_stream_with_its_memory_resizes_the_callers_tensor(unique, dtype):
+    """The fixture's kernels sort and unique in place with thrust on THC's
+    stream, their scratch from THCudaMalloc, then resize1d the tensor
+    Python passed in, as torch_unique's did; torch_unique's own header is
+    called cuda.h and its .cu includes thrust after THC.h."""
+    g = torch.Generator().manual_seed(7)
+    values = torch.randint(-50, 50, (3000,), generator=g).to("cuda", dtype)
+    expected = torch.unique(values)  # sorted
+    assert 40 < len(expected) < len(values)
+    call = unique.unique_cuda_Float if dtype == torch.float32 else unique.unique_cuda_Long
+    assert call(values) == 1
+    assert torch.equal(values, expected)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # THC's current stream is the caller's
+        again = torch.randint(0, 5, (70000,), generator=g).to("cuda", dtype)
+        assert call(again) == 1
+    side.synchronize()
+    assert again.tolist() == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_a_warp_vote_without_a_mask_beside_thrust(unique):
+    x = torch.randn(1000, generator=torch.Generator().manual_seed(8)).abs().cuda()
+    x[torch.tensor([5, 40, 999])] = -1.0  # warps 0, 1 and 31
+    flags = torch.full((7,), -3, dtype=torch.int32, device="cuda")
+    assert unique.warp_any_negative_cuda(x, flags) == 1
+    expected = torch.zeros(32, dtype=torch.int32)
+    expected[[0, 1, 31]] = 1
+    assert flags.tolist() == expected.tolist()
+
+
 def test_a_c_source_compiles_against_the_th_folder_alone(tmp_path):
     """A 2017 Makefile or make.sh named torch's header folders themselves
     (`-I $TORCH/lib/include/TH`) and included `<TH.h>`: the headers find each

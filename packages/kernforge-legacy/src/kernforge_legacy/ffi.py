@@ -1148,12 +1148,13 @@ class Extension:
         tool = _toolchain_flags(self.with_cuda)
         defines = [f"-D{n}" if v is None else f"-D{n}={v}" for n, v in self.define_macros]
         defines += [f"-U{n}" for n in self.undef_macros] + tool["defines"]
-        # the compatibility headers' folders, the extension's own, then (last)
-        # the sources' own folders: TH's generic headers include the generic
-        # file ("generic/foo.c", TH_GENERIC_FILE) by its path from there; CUDA's
-        includes = tool["includes"][:4] + [f"-I{d}" for d in self.include_dirs]
+        # the compatibility headers' folders and CUDA's, then the extension's
+        # own, as torch.utils.ffi ordered them (an extension's own "cuda.h",
+        # as torch_unique's, does not hide CUDA's from THC.h), then (last) the
+        # sources' own folders: TH's generic headers include the generic file
+        # ("generic/foo.c", TH_GENERIC_FILE) by its path from there
+        includes = tool["includes"] + [f"-I{d}" for d in self.include_dirs]
         includes += [f"-I{d}" for d in dict.fromkeys(Path(s).parent for s in self.sources)]
-        includes += tool["includes"][4:]
         link = [f"-L{runtime.parent}", f"-l:{runtime.name}", f"-Wl,-rpath,{rpath}", *tool["link"]]
         link += [f"-L{d}" for d in self.library_dirs] + [f"-l{lib}" for lib in self.libraries]
         # Sources compiled with -fopenmp (and extra objects compiled so, found by

@@ -52,6 +52,19 @@ static inline cudaError_t cudaThreadSetCacheConfig(enum cudaFuncCache config) {
 #endif
 #endif /* CUDART_VERSION >= 13000 */
 
+/* __any, the vote, is also a name in CUDA's C++ library: cuda::std's
+ * invoke.h, which thrust and CUB include, declares a struct __any with a
+ * constructor __any(...), which a function-like macro would rewrite in every
+ * .cu file that includes thrust after this header. An object-like macro
+ * renames the vote's calls and that struct alike, in the host pass too, so
+ * that both passes see the same names. */
+#if defined(__CUDACC__) && !defined(__any)
+static __device__ __forceinline__ int kfl_any_active(int predicate) {
+  return __any_sync(__activemask(), predicate);
+}
+#define __any kfl_any_active
+#endif
+
 /* The device pass for compute capability 7.0 and later, the one pass that
  * lacks them (the host pass and older devices see CUDA's own). */
 #if defined(__CUDACC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
@@ -76,12 +89,10 @@ KFL_SHUFFLE_WITHOUT_MASK(__shfl_xor, int)
 #endif
 #undef KFL_SHUFFLE_WITHOUT_MASK
 
-/* CUDA declares these three for every device as built-ins that compile to the
- * unmasked vote, which ptxas refuses for sm_70 and later: macros take their
- * calls instead (CUDA's headers are read before this one). */
-#ifndef __any
-#define __any(predicate) __any_sync(__activemask(), (predicate))
-#endif
+/* CUDA declares __all and __ballot (and __any, above) for every device as
+ * built-ins that compile to the unmasked vote, which ptxas refuses for sm_70
+ * and later: macros take their calls instead (CUDA's headers are read before
+ * this one). */
 #ifndef __all
 #define __all(predicate) __all_sync(__activemask(), (predicate))
 #endif
