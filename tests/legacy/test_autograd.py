@@ -240,6 +240,9 @@ def test_non_tensor_inputs_get_no_gradient():
     close(x.grad, torch.full((3,), 2.5))
 
 
+STEP = 2**-10
+
+
 class SquareNumerically(Function):
     """x * x, with a backward that takes a numerical gradient as
     SmoothParticleNets' ConvSDF does: it moves a saved input in place, runs
@@ -252,9 +255,9 @@ class SquareNumerically(Function):
     def backward(self, grad):
         (x,) = self.saved_tensors
         base = self.forward(x)
-        x += 1e-3
-        numerical = (self.forward(x) - base) / 1e-3
-        x -= 1e-3
+        x += STEP
+        numerical = (self.forward(x) - base) / STEP
+        x -= STEP
         return grad * numerical
 
 
@@ -262,13 +265,14 @@ def test_backward_may_change_a_saved_tensor_in_place_and_restore_it():
     """The 2017 backward had its saved tensors apart from the graph: the
     graph may run again (retain_graph) and with create_graph (SmoothParticleNets'
     gradcheck), and the input is as it was."""
-    x = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    # multiples of 2**-20: x + STEP - STEP is x exactly
+    x = (torch.randn(6, dtype=torch.float64) * 2**20).round().div(2**20).requires_grad_()
     before = x.detach().clone()
     out = SquareNumerically()(x)
     g = torch.randn(6, dtype=torch.float64)
     for create_graph in (False, True, False):
         (grad,) = torch.autograd.grad(out, x, g, retain_graph=True, create_graph=create_graph)
-        close(grad, g * (2 * before + 1e-3))
+        close(grad, g * (2 * before + STEP))
     assert torch.equal(x.detach(), before)
 
 
