@@ -1032,6 +1032,78 @@ def test_thctensor_outside_a_generic_file_is_the_cuda_float_tensor(tmp_path, wor
         m.scale_add(t.cpu(), 2, 1.5)
 
 
+# C++ in torch 0.4.1's words, where every tensor type was one C type: one
+# type's shape queries on tensors of other types.
+ANY_TENSOR_CPP = """
+#include <TH/TH.h>
+extern "C" int shapes(THDoubleTensor *d, THFloatTensor *f, THLongTensor *out) {
+  THLongTensor_resize1d(out, 8);
+  int64_t *o = THLongTensor_data(out);
+  o[0] = THFloatTensor_size(d, 1);
+  o[1] = THFloatTensor_stride(d, 0);
+  o[2] = THLongTensor_nElement(d);
+  o[3] = THIntTensor_nDimension(f);
+  o[4] = THByteTensor_isContiguous(d);
+  o[5] = THFloatTensor_isSameSizeAs(f, d);
+  o[6] = THShortTensor_storageOffset(d);
+  o[7] = THCharTensor_sizeDesc(d).str[1];
+  return 1;
+}
+"""
+
+
+def test_cpp_calls_one_types_shape_queries_on_another_as_torch_0_4_1_let_it(tmp_path):
+    """torch 0.4.1 made every TH and THC tensor type one C type, and C++
+    written for it called THFloatTensor_size on a THCudaTensor
+    (warp-transducer's binding, 2018); C++ refused the call here. The
+    queries that read no element take a tensor of any type."""
+    _write(
+        tmp_path,
+        {
+            "f.h": "int shapes(THDoubleTensor *d, THFloatTensor *f, THLongTensor *out);",
+            "f.cpp": ANY_TENSOR_CPP,
+        },
+    )
+    ext = ffi.create_extension(
+        "any_tensor", headers="f.h", sources=["f.cpp"], relative_to=str(tmp_path / "build.py"), verbose=False
+    )
+    module = _load(ext.build(), "fixture_any_tensor")
+    g = torch.Generator().manual_seed(4)
+    d = torch.randn(4, 6, 3, dtype=torch.float64, generator=g)[1:, :, 1]  # (3, 6), strides (18, 3), offset 19
+    f = torch.randn(6, 3, generator=g).t()
+    out = torch.full((2,), -7, dtype=torch.int64)
+    assert module.shapes(d, f, out) == 1
+    assert out.tolist() == [6, 18, 18, 2, 0, 1, 19, ord("3")]
+
+
+@pytest.mark.cuda
+@pytest.mark.sanitize
+def test_cpp_reads_a_cuda_tensors_sizes_through_th_queries_as_warp_transducer_did(tmp_path):
+    """warp-transducer's binding (2018): `THFloatTensor_size(trans_acts, 1)`
+    on a THCudaTensor, and a THC query on a CPU tensor."""
+    _write(
+        tmp_path,
+        {
+            "f.h": "int shapes_cuda(THCudaTensor *acts, THIntTensor *lengths, THLongTensor *out);",
+            "f.cpp": "#include <THC/THC.h>\nextern THCState *state;\n"
+            'extern "C" int shapes_cuda(THCudaTensor *acts, THIntTensor *lengths, THLongTensor *out) {\n'
+            "  THLongTensor_resize1d(out, 4);\n  int64_t *o = THLongTensor_data(out);\n"
+            "  o[0] = THFloatTensor_size(acts, 1);\n  o[1] = THFloatTensor_size(acts, 2);\n"
+            "  o[2] = THCudaTensor_nElement(state, lengths);\n"
+            "  o[3] = THCudaTensor_isSameSizeAs(state, acts, lengths);\n  return 1;\n}\n",
+        },
+    )
+    ext = ffi.create_extension(
+        "any_tensor_cuda", headers="f.h", sources=["f.cpp"], relative_to=str(tmp_path / "build.py"),
+        with_cuda=True, verbose=False,
+    )  # fmt: skip
+    module = _load(ext.build(), "fixture_any_tensor_cuda")
+    out = torch.full((2,), -7, dtype=torch.int64)
+    acts = torch.randn(2, 5, 7, generator=torch.Generator().manual_seed(5)).cuda()
+    assert module.shapes_cuda(acts, torch.arange(9, dtype=torch.int32), out) == 1
+    assert out.tolist() == [5, 7, 9, 0]
+
+
 def test_enums_opaque_pointers_and_wide_strings(tmp_path, workdir):
     """pytorch-ctc's header (2017): a `typedef enum` parameter, objects of
     the C code's own returned as `void *` and passed back (its decoders and

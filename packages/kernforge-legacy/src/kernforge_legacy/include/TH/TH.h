@@ -1069,6 +1069,13 @@ TH_LAPACK_API(THDoubleLapack, double)
 }
 #endif
 
+#include "kfl_any_tensor.h" /* C++: a tensor of any type where a shape query takes one, as 0.4.1 let it */
+#ifdef __cplusplus
+#define TH_ANY_TENSOR_QUERIES(T, S, real, dtype) KFL_ANY_TENSOR_QUERIES(T, (), ())
+TH_FORALL_CPU_TENSORS(TH_ANY_TENSOR_QUERIES)
+#undef TH_ANY_TENSOR_QUERIES
+#endif
+
 /* as TH.h did: its loops too */
 #include "THTensorApply.h"
 #include "THTensorDimApply.h"

@@ -516,6 +516,10 @@ void THCudaHostRecord(THCState* state, void* ptr);
 
 #ifdef __cplusplus
 }
+#define THC_ANY_TENSOR_QUERIES(T, S, real, dtype) \
+  KFL_ANY_TENSOR_QUERIES(T, (THCState * state, ), (state, ))
+TH_FORALL_CUDA_TENSORS(THC_ANY_TENSOR_QUERIES)
+#undef THC_ANY_TENSOR_QUERIES
 #endif
 
 #endif /* KERNFORGE_LEGACY_THC_H */
