@@ -477,6 +477,20 @@ def test_a_kernel_that_includes_thrust_after_thc_h_compiles(tmp_path):
     assert "vote.sync.any" in ptx.read_text()
 
 
+def _unique_extension(folder: Path):
+    """The fixture as torch_unique's build.py made its extension: its
+    sources' folder, with its cuda.h, passed as an include folder."""
+    return ffi.create_extension(
+        "_ext.unique",
+        headers=[UNIQUE / "cuda.h"],
+        sources=[UNIQUE / "unique_cuda.c", UNIQUE / "unique_kernel.cu"],
+        include_dirs=[UNIQUE],
+        with_cuda=True,
+        relative_to=str(folder / "build.py"),
+        verbose=False,
+    )
+
+
 @pytest.mark.skipif(ffi._nvcc() is None, reason="needs nvcc (no GPU)")
 def test_an_extension_header_named_as_cudas_does_not_hide_it(tmp_path, monkeypatch):
     """torch_unique declared its functions in its own src/cuda.h and passed
@@ -488,15 +502,7 @@ def test_an_extension_header_named_as_cudas_does_not_hide_it(tmp_path, monkeypat
     monkeypatch.setattr(ffi, "_require_cuda", lambda: None)
     monkeypatch.setattr(ffi, "_thc_libraries", lambda cuda_home: ([f"-I{stubs}"], []))
     monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
-    ext = ffi.create_extension(
-        "u",
-        headers=[UNIQUE / "cuda.h"],
-        sources=[UNIQUE / "unique_cuda.c", UNIQUE / "unique_kernel.cu"],
-        include_dirs=[UNIQUE],
-        with_cuda=True,
-        relative_to=str(tmp_path / "build.py"),
-    )
-    flags = ext._flags(tmp_path / "libruntime.so", str(tmp_path))
+    flags = _unique_extension(tmp_path)._flags(tmp_path / "libruntime.so", str(tmp_path))
     cmd = [
         "cc",
         "-fsyntax-only",
@@ -512,16 +518,7 @@ def test_an_extension_header_named_as_cudas_does_not_hide_it(tmp_path, monkeypat
 @pytest.fixture(scope="session")
 def unique(workdir):
     with built_once(workdir / "unique") as folder:
-        ext = ffi.create_extension(
-            "_ext.unique",
-            headers=[UNIQUE / "cuda.h"],
-            sources=[UNIQUE / "unique_cuda.c", UNIQUE / "unique_kernel.cu"],
-            include_dirs=[UNIQUE],
-            with_cuda=True,
-            relative_to=str(folder / "build.py"),
-            verbose=False,
-        )
-        ext.build()
+        _unique_extension(folder).build()
     return _load(folder / "_ext" / "unique", "fixture_unique")
 
 
