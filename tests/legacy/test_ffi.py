@@ -1073,6 +1073,49 @@ def test_cpp_calls_one_types_shape_queries_on_another_as_torch_0_4_1_let_it(tmp_
     assert out.tolist() == [6, 18, 18, 2, 0, 1, 19, ord("3")]
 
 
+def test_cpp_includes_th_h_inside_its_own_extern_c_block(tmp_path):
+    """C++ of that time included C headers inside `extern "C" { }`; the C++
+    parts of TH.h (the shape queries across types) keep C++ linkage there."""
+    source = 'extern "C" {\n#include <TH/TH.h>\n}\n' + ANY_TENSOR_CPP.replace("#include <TH/TH.h>", "")
+    _write(
+        tmp_path,
+        {"f.h": "int shapes(THDoubleTensor *d, THFloatTensor *f, THLongTensor *out);", "f.cpp": source},
+    )
+    ext = ffi.create_extension(
+        "any_tensor_c",
+        headers="f.h",
+        sources=["f.cpp"],
+        relative_to=str(tmp_path / "build.py"),
+        verbose=False,
+    )
+    module = _load(ext.build(), "fixture_any_tensor_c")
+    out = torch.full((2,), -7, dtype=torch.int64)
+    assert module.shapes(torch.randn(2, 3, dtype=torch.float64), torch.randn(3, 2), out) == 1
+    assert out.tolist() == [3, 3, 6, 2, 1, 0, 0, ord("2")]
+
+
+@pytest.mark.skipif(ffi._nvcc() is None, reason="needs nvcc (no GPU)")
+def test_a_kernel_file_includes_thc_h_inside_its_own_extern_c_block(tmp_path):
+    """Compiles only, for sm_90: THC.h inside `extern "C" { }` in a .cu file,
+    then thrust. CUDA's headers, which THC.h includes, declare templates and
+    classes, which C linkage refuses."""
+    _write(
+        tmp_path,
+        {
+            "k.cu": 'extern "C" {\n#include <THC/THC.h>\n}\n#include <thrust/sort.h>\n'
+            "__global__ void Votes(float *x) { x[threadIdx.x] = __any(x[threadIdx.x] > 0.f); }\n"
+            "long size_of(THCState *state, THCudaTensor *t, THFloatTensor *f) {\n"
+            "  return THFloatTensor_size(t, 0) + THCudaTensor_size(state, f, 0);\n}\n"
+        },
+    )
+    inc = Path(ffi.include_dir())
+    cmd = [ffi._nvcc(), "-ptx", "-arch=sm_90", "-std=c++17", "-o", "k.ptx", f"-I{inc}"]
+    cmd += [f"-I{_stub_thc_libraries(tmp_path / 'stubs')}", "k.cu"]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "vote.sync.any" in (tmp_path / "k.ptx").read_text()
+
+
 @pytest.mark.cuda
 @pytest.mark.sanitize
 def test_cpp_reads_a_cuda_tensors_sizes_through_th_queries_as_warp_transducer_did(tmp_path):

@@ -1071,9 +1071,11 @@ TH_LAPACK_API(THDoubleLapack, double)
 
 #include "kfl_any_tensor.h" /* C++: a tensor of any type where a shape query takes one, as 0.4.1 let it */
 #ifdef __cplusplus
+extern "C++" { /* also where a C++ source includes TH.h inside its own extern "C" */
 #define TH_ANY_TENSOR_QUERIES(T, S, real, dtype) KFL_ANY_TENSOR_QUERIES(T, (), ())
 TH_FORALL_CPU_TENSORS(TH_ANY_TENSOR_QUERIES)
 #undef TH_ANY_TENSOR_QUERIES
+}
 #endif
 
 /* as TH.h did: its loops too */

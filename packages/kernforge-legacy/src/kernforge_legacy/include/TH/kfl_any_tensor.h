@@ -10,6 +10,7 @@
 #define KERNFORGE_LEGACY_ANY_TENSOR_H
 
 #ifdef __cplusplus
+extern "C++" { /* also where a C++ source includes TH.h inside its own extern "C" */
 #include <type_traits>
 
 /* a TH or THC tensor handle: what has a handle's tensor and strides */
@@ -17,6 +18,7 @@ template <class T, class = void>
 struct kfl_is_tensor : std::false_type {};
 template <class T>
 struct kfl_is_tensor<T, decltype((void)&T::kfl_tensor, (void)&T::stride)> : std::true_type {};
+}
 
 #define KFL_UNPAREN(...) __VA_ARGS__
 #define KFL_IF_TENSORS()          \

@@ -14,6 +14,12 @@
 #error "THC/THC.h needs a CUDA build: create_extension(..., with_cuda=True)"
 #endif
 
+/* CUDA's headers and this one's C++ parts keep C++ linkage where a C++ source
+ * includes THC.h inside its own extern "C" block, as 2017 C++ code did with C
+ * headers (CUDA's headers declare templates and classes). */
+#ifdef __cplusplus
+extern "C++" {
+#endif
 #include <cublas_v2.h> /* as THC's THCGeneral.h: code calling cuBLAS itself took its types from here */
 #include <cuda.h> /* as THC's THCGeneral.h: CUDA_VERSION, which 2017 code tested (nnutils' atomicAdd) */
 #include <cuda_runtime_api.h>
@@ -38,6 +44,9 @@
 #define KFL_CUDA_HALF half
 #else
 #define KFL_CUDA_HALF THHalf
+#endif
+#ifdef __cplusplus
+} /* extern "C++" */
 #endif
 
 #ifdef __cplusplus
@@ -516,10 +525,12 @@ void THCudaHostRecord(THCState* state, void* ptr);
 
 #ifdef __cplusplus
 }
+extern "C++" {
 #define THC_ANY_TENSOR_QUERIES(T, S, real, dtype) \
   KFL_ANY_TENSOR_QUERIES(T, (THCState * state, ), (state, ))
 TH_FORALL_CUDA_TENSORS(THC_ANY_TENSOR_QUERIES)
 #undef THC_ANY_TENSOR_QUERIES
+}
 #endif
 
 #endif /* KERNFORGE_LEGACY_THC_H */
