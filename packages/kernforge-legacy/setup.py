@@ -18,7 +18,6 @@ from pathlib import Path
 
 import torch
 from setuptools import setup
-from setuptools.dist import Distribution
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("kernforge_legacy_ffi", HERE / "src/kernforge_legacy/ffi.py")
@@ -43,17 +42,10 @@ round_ste = ffi.create_extension(
 )
 
 
-class BinaryDistribution(Distribution):
-    """The wheel holds a compiled library: tag it for the platform."""
-
-    def has_ext_modules(self):
-        return True
-
-
 setup(
     version=f"{base.group(1)}+{variant}",
+    # build_py tags the wheel for the platform: it holds compiled libraries.
     cmdclass={"build_py": ffi.build_py(round_ste, with_runtime=True)},
-    distclass=BinaryDistribution,
     # The library uses no Python API (it is loaded with torch.ops.load_library).
     options={"bdist_wheel": {"py_limited_api": "cp310"}},
 )

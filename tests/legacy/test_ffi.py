@@ -17,7 +17,9 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import warnings
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -1786,10 +1788,10 @@ def test_rebuild_is_incremental(tmp_path, workdir):
     assert len(log.read_text().splitlines()) == lines
 
 
-def test_package_setup_builds_into_the_package(tmp_path, workdir):
+def _cmdclass_project(root: Path) -> Path:
     """A legacy package's setup.py, with cmdclass={"build_py": build_py(ffi)}
-    where it had cffi_modules=[...]: the extension lands in the package."""
-    project = tmp_path / "project"
+    where it had cffi_modules=[...]."""
+    project = root / "project"
     (project / "my_package" / "src").mkdir(parents=True)
     for f in ("my_lib.c", "my_lib.h"):
         shutil.copy(FIXTURES / "my_lib" / "src" / f, project / "my_package" / "src" / f)
@@ -1812,10 +1814,32 @@ def test_package_setup_builds_into_the_package(tmp_path, workdir):
             "                       sources=['src/my_lib.c'], relative_to=__file__, verbose=False)\n",
         },
     )
+    return project
+
+
+def test_package_setup_builds_into_the_package(tmp_path, workdir):
+    """The extension lands in the package of its build script."""
     out = tmp_path / "out"
-    _run([sys.executable, "setup.py", "-q", "build", "--build-lib", str(out)], project)
+    _run([sys.executable, "setup.py", "-q", "build", "--build-lib", str(out)], _cmdclass_project(tmp_path))
     assert (out / "my_package" / "_ext" / "my_lib" / "_my_lib.so").exists()
     assert _add_in_new_process("my_package._ext", out) == "1 [2.0, 2.0]"
+
+
+def test_package_setup_makes_a_wheel_for_the_platform(tmp_path, workdir):
+    """The wheel holds a compiled library: it is tagged for this platform, not
+    py3-none-any (which pip would install anywhere), and its files sit at the
+    root, as platlib; installed, the extension works."""
+    dist, project = tmp_path / "dist", _cmdclass_project(tmp_path)
+    _run([sys.executable, "setup.py", "-q", "bdist_wheel", "--dist-dir", str(dist)], project)
+    (wheel,) = dist.glob("*.whl")
+    platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    assert wheel.name.endswith(f"-{platform}.whl") and "-none-any" not in wheel.name, wheel.name
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        assert "my_package/_ext/my_lib/_my_lib.so" in names, names
+        assert "Root-Is-Purelib: false" in z.read("my_package-0.1.dist-info/WHEEL").decode()
+        z.extractall(tmp_path / "site")
+    assert _add_in_new_process("my_package._ext", tmp_path / "site") == "1 [2.0, 2.0]"
 
 
 # -- create_extension as 2017 setup.py files used it ---------------------------------------

@@ -1528,11 +1528,19 @@ def build_py(*extensions: Extension, with_runtime: bool = False):
     with ``"_ext.my_lib"`` gives ``my_package._ext.my_lib``). With
     `with_runtime` (kernforge-legacy's own setup.py) the runtime library is
     built into the wheel too (``kernforge_legacy/lib/``, with CUDA when an
-    extension has it), and the extensions link that copy."""
+    extension has it), and the extensions link that copy. The distribution
+    then counts as one with compiled code (as it did with cffi's modules):
+    its wheel is tagged for the platform and installs into platlib."""
     from setuptools.command.build_py import build_py as _base
 
     class BuildPy(_base):
         def run(self):
+            # Without ext_modules bdist_wheel took the distribution for pure
+            # before the build; it reads root_is_pure again to install and tag.
+            self.distribution.has_ext_modules = lambda: True
+            wheel = self.distribution.command_obj.get("bdist_wheel")
+            if wheel is not None:
+                wheel.root_is_pure = False
             super().run()
             runtime = None
             if with_runtime:
