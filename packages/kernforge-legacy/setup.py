@@ -37,7 +37,6 @@ round_ste = ffi.create_extension(
     headers=[ROUND / "round.h", *([ROUND / "round_cuda.h"] if cuda else [])],
     sources=[ROUND / "round.c", *([ROUND / "round_cuda.c", ROUND / "round_kernel.cu"] if cuda else [])],
     with_cuda=cuda,
-    package=True,
     verbose=False,
 )
 

@@ -842,7 +842,7 @@ class Extension:
     """What :func:`create_extension` returns: call :meth:`build`, or pass
     :meth:`distutils_extension` to setuptools."""
 
-    def __init__(self, name, headers, sources, *, verbose, with_cuda, relative_to, **kwargs):
+    def __init__(self, name, headers, sources, *, verbose, with_cuda, relative_to, package=False, **kwargs):
         unknown = set(kwargs) - _BUILD_KWARGS
         if unknown:
             raise TypeError(
@@ -901,6 +901,13 @@ class Extension:
         self.extra_link_args = list(kwargs.get("extra_link_args", []))
         self.libraries = list(kwargs.get("libraries", []))
         self.library_dirs = [self._path(d) for d in kwargs.get("library_dirs", [])]
+        if package:
+            # The module's package now, as torch.utils.ffi wrote its wrapper:
+            # a setup.py that runs the build script before setup() (its
+            # package example) finds it with find_packages(), before cffi's
+            # hook builds the library into it.
+            target = self.target_dir()
+            self._write_package(target, self.namespace(target), f"_{self.module_name}.so", self.base_path)
 
     def _path(self, p) -> Path:
         return self.base_path / p  # an absolute p stays as it is
@@ -1202,6 +1209,14 @@ class Extension:
         del tmpdir, verbose
         from setuptools import Extension as SetuptoolsExtension
 
+        name, kwargs = self._setuptools_extension(python_module=True)
+        return SetuptoolsExtension(name=name, **kwargs)
+
+    def _setuptools_extension(self, python_module: bool) -> tuple[str, dict]:
+        """The name and keyword arguments of the setuptools Extension that
+        builds the library: with its own Python module (distutils_extension)
+        or without one, for cffi's, whose source calls Python directly, so
+        that the link then leaves Python's symbols to the interpreter."""
         cuda = [str(s) for s in self.sources if s.suffix == ".cu"]
         if cuda and not self.per_compiler_args:
             raise ValueError(
@@ -1224,7 +1239,7 @@ class Extension:
             self.extra_compile_args,
             f"{self.name}: extra_compile_args",
             "setuptools compiles the generated op source with the same flags, and it needs C++17",
-            stacklevel=3,
+            stacklevel=4,
         )
         # setuptools gives C and C++ one list: the flags both languages take
         c_and_cxx = ["-fvisibility=hidden", *flags["defines"], *flags["includes"], *flags["c"], *flags["cxx"]]
@@ -1233,18 +1248,23 @@ class Extension:
             compile_args["nvcc"] = self._nvccflags(flags) if self.with_cuda else []
         else:
             compile_args = [*c_and_cxx, *own_args]
-        module = build_dir / "pymodule.cpp"
-        _write_if_changed(module, self._python_module_source(ns, f"_{self.module_name}.so"))
-        return SetuptoolsExtension(
-            name=f"{prefix}{self.name}._{self.module_name}",
-            sources=[*map(str, self._units(build_dir)), str(module)],
-            extra_compile_args=compile_args,
+        sources = [*map(str, self._units(build_dir))]
+        link = flags["link"]
+        if python_module:
+            module = build_dir / "pymodule.cpp"
+            _write_if_changed(module, self._python_module_source(ns, f"_{self.module_name}.so"))
+            sources.append(str(module))
+        else:
+            link = [a for a in link if a != "-Wl,--no-undefined"]
+        return f"{prefix}{self.name}._{self.module_name}", {
+            "sources": sources,
+            "extra_compile_args": compile_args,
             # setuptools puts extra_objects before its -l flags and these after
             # them: here too, the group ahead of the libraries
-            extra_link_args=[*self._grouped_extra_objects(), *flags["link"]],
-            depends=[*map(str, self.depends), *map(str, self.extra_objects)],
-            language="c++",
-        )
+            "extra_link_args": [*self._grouped_extra_objects(), *link],
+            "depends": [*map(str, self.depends), *map(str, self.extra_objects)],
+            "language": "c++",
+        }
 
     def _grouped_extra_objects(self) -> list[str]:
         """The extra objects as one linker group: static libraries then
@@ -1405,13 +1425,17 @@ class Extension:
         _write_if_changed(target / "__init__.py", self._module_source(ns, so))
 
     def __call__(self):
-        # cffi's setuptools hook (setup(cffi_modules=["pkg/build.py:ffi"])) calls
-        # what it finds when that is no cffi FFI.
-        raise TypeError(
-            f"{self.name}: setup(cffi_modules=[...]) builds cffi extensions only; a kernforge-legacy "
-            "extension is built with cmdclass={'build_py': build_py(ffi)} "
-            "(from kernforge_legacy.ffi import build_py) or ext_modules=[ffi.distutils_extension()]"
-        )
+        """What cffi's setuptools hook calls (``setup(cffi_modules=["build.py:ffi"])``,
+        torch.utils.ffi's package example) when what it names is no cffi FFI:
+        a ``cffi.FFI`` whose module is this extension's library, which
+        setuptools then builds as it builds :meth:`distutils_extension`'s,
+        with cffi's module source in place of this one's own."""
+        import cffi
+
+        name, kwargs = self._setuptools_extension(python_module=False)
+        ffi = cffi.FFI()
+        ffi.set_source(name, "", **kwargs)
+        return ffi
 
     def _nvccflags(self, flags: dict[str, list[str]]) -> list[str]:
         """nvcc's flags: C++17 (CUDA 13's thrust and CUB need it; a lower
@@ -1489,7 +1513,11 @@ def create_extension(
         verbose: print the compiler's output.
         with_cuda: make ``THC/THC.h`` available, compile .cu sources with nvcc,
             link the CUDA runtime.
-        package: accepted for compatibility; the build is the same.
+        package: a module of a package that a ``setup.py`` builds (cffi's
+            hook, ``cffi_modules``): its package folder and ``__init__.py``
+            are written now, as the old one wrote its wrapper, so that the
+            ``setup.py``'s ``find_packages()`` finds them. The build is the
+            same.
         relative_to: the build script (``__file__``): paths are relative to its
             folder, and the module is written there.
         **kwargs: the setuptools ``Extension`` keywords the old one passed
@@ -1508,7 +1536,6 @@ def create_extension(
     ``setup.py`` that passed ``ffi.distutils_extension()`` to
     ``setup(ext_modules=[...])``.
     """
-    del package  # the old package mode built the same module; build_py places it
     return Extension(
         name,
         headers,
@@ -1516,13 +1543,14 @@ def create_extension(
         verbose=verbose,
         with_cuda=with_cuda,
         relative_to=relative_to,
+        package=package,
         **kwargs,
     )
 
 
 def build_py(*extensions: Extension, with_runtime: bool = False):
     """A setuptools ``build_py`` command that also builds ``extensions`` into
-    the wheel: what ``cffi_modules=[...]`` did in a legacy ``setup.py``
+    the wheel, with no need of cffi: what ``cffi_modules=[...]`` did in a legacy ``setup.py``
     (``cmdclass={"build_py": build_py(ffi)}``). An extension whose build
     script sits in a package lands in that package (``my_package/build.py``
     with ``"_ext.my_lib"`` gives ``my_package._ext.my_lib``). With
