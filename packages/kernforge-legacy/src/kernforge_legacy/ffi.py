@@ -1550,8 +1550,8 @@ def create_extension(
 
 def build_py(*extensions: Extension, with_runtime: bool = False):
     """A setuptools ``build_py`` command that also builds ``extensions`` into
-    the wheel, with no need of cffi: what ``cffi_modules=[...]`` did in a legacy ``setup.py``
-    (``cmdclass={"build_py": build_py(ffi)}``). An extension whose build
+    the wheel: what ``cffi_modules=[...]`` did in a legacy ``setup.py``, with
+    no need of cffi (``cmdclass={"build_py": build_py(ffi)}``). An extension whose build
     script sits in a package lands in that package (``my_package/build.py``
     with ``"_ext.my_lib"`` gives ``my_package._ext.my_lib``). With
     `with_runtime` (kernforge-legacy's own setup.py) the runtime library is
