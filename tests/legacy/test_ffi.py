@@ -696,6 +696,30 @@ def test_an_extra_object_compiled_with_openmp_links_the_openmp_runtime(tmp_path,
     assert _load(ext.build(), "fixture_openmp_object").f() >= 1
 
 
+def test_an_extra_object_compiled_with_openmp_links_the_openmp_runtime_in_setuptools(tmp_path, workdir):
+    """The same object in a setup.py's build (distutils_extension(); cffi's
+    hook builds the same way): setuptools links once, and that link adds
+    the OpenMP runtime too."""
+    _write(
+        tmp_path,
+        {
+            "k.c": "#include <omp.h>\nint threads_seen(void) {\n  int n = 0;\n"
+            "#pragma omp parallel reduction(+ : n)\n  n += 1;\n  return n;\n}\n",
+            "src/f.h": "int f(void);",
+            "src/f.c": "int threads_seen(void);\nint f(void) { return threads_seen(); }\n",
+            "build.py": "from kernforge_legacy.ffi import create_extension\n"
+            "ffi = create_extension('_ext.f', headers=['src/f.h'], sources=['src/f.c'],\n"
+            "                       extra_objects=['k.o'], relative_to=__file__, verbose=False)\n",
+            "setup.py": "from setuptools import setup\nfrom build import ffi\n"
+            "setup(name='f', version='0.1', packages=['_ext', '_ext.f'],\n"
+            "      ext_modules=[ffi.distutils_extension()])\n",
+        },
+    )
+    _run(["cc", "-c", "-fPIC", "-fopenmp", "k.c", "-o", "k.o"], tmp_path)
+    _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], tmp_path)
+    assert int(_run([sys.executable, "-c", "from _ext import f\nprint(f.f())"], tmp_path).split()[-1]) >= 1
+
+
 def test_compiler_errors_surface_with_the_compilers_message(tmp_path, workdir):
     ext = _extension(
         tmp_path, "int f(THFloatTensor *x);", "#include <TH/TH.h>\nint f(THFloatTensor *x) { return y; }\n"

@@ -1234,6 +1234,9 @@ class Extension:
         package = os.path.relpath(self.base_path, os.getcwd())
         prefix = "" if package == "." or package.startswith("..") else package.replace(os.sep, ".") + "."
         runtime = runtime_library(self.with_cuda)
+        # setuptools links once, so an extra object's OpenMP calls are found
+        # now (ffi.build() finds them when its first link fails)
+        self.links_openmp = self.links_openmp or _calls_openmp(self.extra_objects)
         flags = self._flags(runtime, str(runtime.parent))
         own_args = _without_cxx_below_17(
             self.extra_compile_args,
@@ -1775,6 +1778,17 @@ def _cxx(c_text: str) -> str:
     """C types written for the generated C++ source: C99's `_Bool` is C++'s
     `bool` (the same type to the ABI), which C++ has no other name for."""
     return re.sub(r"\b_Bool\b", "bool", c_text)
+
+
+def _calls_openmp(objects: list[Path]) -> bool:
+    """Whether an object or archive calls the OpenMP runtime (nm's undefined
+    symbols; False where there is no nm, and the link says what is missing)."""
+    nm = shutil.which("nm")
+    for obj in objects if nm else []:
+        out = subprocess.run([nm, "-u", str(obj)], capture_output=True, text=True).stdout
+        if any(line.split()[-1].startswith(_OPENMP_RUNTIME) for line in out.splitlines() if line.strip()):
+            return True
+    return False
 
 
 def _undefined_references(output: str) -> dict[str, set[str]]:
