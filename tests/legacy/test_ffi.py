@@ -2032,7 +2032,8 @@ def test_distutils_extension_refuses_cuda_sources(tmp_path):
     ext.sources = [tmp_path / "k.cu"]
     with pytest.raises(
         ValueError,
-        match=r"does not compile CUDA sources .*k\.cu.*extra_objects.*'nvcc'.*cpp_extension\.BuildExtension",
+        match=r"^f: a setuptools build .* does not compile CUDA sources .*k\.cu.*extra_objects.*'nvcc'.*"
+        r"cpp_extension\.BuildExtension",
     ):
         ext.distutils_extension()
 

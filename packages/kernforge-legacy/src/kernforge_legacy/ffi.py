@@ -1220,8 +1220,8 @@ class Extension:
         cuda = [str(s) for s in self.sources if s.suffix == ".cu"]
         if cuda and not self.per_compiler_args:
             raise ValueError(
-                f"create_extension(...).distutils_extension(): setuptools does not compile CUDA sources "
-                f"{cuda}: build them with nvcc into extra_objects, build with ffi.build() or "
+                f"{self.name}: a setuptools build (distutils_extension(), cffi_modules) does not compile "
+                f"CUDA sources {cuda}: build them with nvcc into extra_objects, build with ffi.build() or "
                 "cmdclass={'build_py': build_py(ffi)}, or give extra_compile_args as "
                 "{'cxx': [...], 'nvcc': [...]} and build with torch.utils.cpp_extension.BuildExtension"
             )
