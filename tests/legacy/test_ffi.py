@@ -959,7 +959,7 @@ def test_inline_functions_that_c99_leaves_undefined_link_as_gnu89_gave_them(tmp_
     assert [str(w.message) for w in seen] == [
         "f: fib: defined `inline` (not `static`) in a.c or a header it includes, and called out of line; "
         "C99 gives such a function no out-of-line copy (gcc before 5, by GNU89's rules, did), so the "
-        "build added one"
+        "build adds one"
     ]
     assert (m.fa(20), m.fb(10)) == (6765, 75)
     # a function defined nowhere is still named, and the inline one is not
@@ -975,6 +975,40 @@ def test_inline_functions_that_c99_leaves_undefined_link_as_gnu89_gave_them(tmp_
         "other functions, in no source or library of the build:\n"
         "  nowhere  (called in b.c)"
     )
+
+
+def test_inline_functions_that_c99_leaves_undefined_link_in_setuptools(tmp_path, workdir):
+    """The same sources in a setup.py's build (distutils_extension(); cffi's
+    hook builds the same way), which links once: the copies are found before
+    it, by compiling each C source unoptimized (every call out of line), so
+    `twice` gets one too (in b.c, the source that calls it). CFLAGS=-O0:
+    setuptools' own compile leaves every call out of line too."""
+    _write(
+        tmp_path,
+        {
+            "src/util.h": "#define DEVICE_FUNC inline\n"
+            "DEVICE_FUNC int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\n"
+            "inline int twice(int n) { return 2 * n; }\n",
+            "src/f.h": "int fa(int n);\nint fb(int n);",
+            "src/a.c": '#include "util.h"\nint fa(int n) { return fib(n); }\n',
+            "src/b.c": '#include "util.h"\nint fb(int n) { return fib(n) + twice(n); }\n',
+            "build.py": "from kernforge_legacy.ffi import create_extension\n"
+            "ffi = create_extension('_ext.f', headers=['src/f.h'], sources=['src/a.c', 'src/b.c'],\n"
+            "                       relative_to=__file__, verbose=False)\n",
+            "setup.py": "from setuptools import setup\nfrom build import ffi\n"
+            "setup(name='f', version='0.1', packages=['_ext', '_ext.f'],\n"
+            "      ext_modules=[ffi.distutils_extension()])\n",
+        },
+    )
+    out = _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], tmp_path, CFLAGS="-O0")
+    for function, source in (("fib", "a.c"), ("twice", "b.c")):
+        assert (
+            f"_ext.f: {function}: defined `inline` (not `static`) in src/{source} or a header it includes, "
+            "and called out of line; C99 gives such a function no out-of-line copy (gcc before 5, by GNU89's "
+            "rules, did), so the build adds one"
+        ) in out
+    out = _run([sys.executable, "-c", "from _ext import f\nprint(f.fa(20), f.fb(10))"], tmp_path)
+    assert out.split() == ["6765", "75"]
 
 
 def test_c99_bool_in_a_header(tmp_path, workdir):

@@ -38,6 +38,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -1251,7 +1252,11 @@ class Extension:
             compile_args["nvcc"] = self._nvccflags(flags) if self.with_cuda else []
         else:
             compile_args = [*c_and_cxx, *own_args]
-        sources = [*map(str, self._units(build_dir))]
+        # and so the out-of-line copies of `inline` functions that a C source
+        # needs are found now too (ffi.build() finds them when its first link fails)
+        units = self._units(build_dir)
+        wrapped = self._with_inline_copies(self._inline_unprovided(units, flags), units, build_dir)
+        sources = [str(wrapped.get(i, u)) for i, u in enumerate(units)]
         link = flags["link"]
         if python_module:
             module = build_dir / "pymodule.cpp"
@@ -1265,7 +1270,7 @@ class Extension:
             # setuptools puts extra_objects before its -l flags and these after
             # them: here too, the group ahead of the libraries
             "extra_link_args": [*self._grouped_extra_objects(), *link],
-            "depends": [*map(str, self.depends), *map(str, self.extra_objects)],
+            "depends": [*map(str, [*self.depends, *self.extra_objects, *(units[i] for i in wrapped)])],
             "language": "c++",
         }
 
@@ -1294,8 +1299,7 @@ class Extension:
         unless some source also declares it `extern`. gcc before 5 compiled C
         by GNU89's rules, where each `inline` definition was also an external
         one, and 2017 code relied on that (SmoothParticleNets'
-        common_funcs.h). Which missing functions are such: the caller's
-        source, compiled to assembly by GNU89's rules, defines them."""
+        common_funcs.h)."""
         if _cc_is_cxx():
             return {}
         units = self._units(build_dir)
@@ -1305,6 +1309,41 @@ class Extension:
                 ours = re.fullmatch(r"obj/(\d+)_[^/]*\.o", obj)
                 if ours and units[int(ours.group(1))].suffix == ".c":
                     missing.setdefault(int(ours.group(1)), set()).add(function)
+        return self._inline_holders(missing, units, flags)
+
+    def _inline_unprovided(self, units: list[Path], flags: dict) -> dict[int, list[str]]:
+        """_inline_left_out for a setuptools build, which links once: found
+        before it, from each C source compiled without optimization (where
+        no call is inlined): the functions it calls that no C source
+        defines by C99's rules."""
+        nm = shutil.which("nm")
+        c = [i for i, u in enumerate(units) if u.suffix == ".c"]
+        if _cc_is_cxx() or not nm or not c:
+            return {}
+        calls: dict[int, set[str]] = {}
+        defined: set[str] = set()
+        with tempfile.TemporaryDirectory() as tmp:
+            for i in c:
+                obj = Path(tmp) / f"{i}.o"
+                compiled = subprocess.run(
+                    [*shlex.split(os.environ.get("CC", "cc")), "-c", "-o", str(obj), *self._cflags(flags),
+                     "-O0", str(units[i])],
+                    capture_output=True, text=True,
+                )  # fmt: skip
+                if compiled.returncode != 0:  # setuptools' own compile reports the error
+                    return {}
+                symbols = subprocess.run([nm, "-P", "-g", str(obj)], capture_output=True, text=True).stdout
+                for name, kind, *_ in (line.split() for line in symbols.splitlines() if line.strip()):
+                    if kind == "U":
+                        calls.setdefault(i, set()).add(name)
+                    else:
+                        defined.add(name)
+        return self._inline_holders({i: names - defined for i, names in calls.items()}, units, flags)
+
+    def _inline_holders(self, missing: dict, units: list[Path], flags: dict) -> dict[int, list[str]]:
+        """Which of each C source's `missing` functions it defines `inline`
+        (not `static`): those its compile by GNU89's rules defines, each held
+        by the first source that defines it, by source."""
         holder: dict[str, int] = {}  # one copy each, in the first source that defines it
         for i in sorted(missing):
             asm = subprocess.run(
@@ -1320,26 +1359,12 @@ class Extension:
             copies.setdefault(i, []).append(function)
         return copies
 
-    def _build_again(self, output: str, build_dir: Path, so: str, runtime: Path, rpath: str) -> None:
-        """After a link that failed on undefined references, builds again
-        when a 2017 toolchain gave some of those functions (a second failure
-        names what is still missing): the OpenMP runtime, which an extra object compiled
-        with -fopenmp calls (SparseConvNet's init.cpp.o; the 2017 link left
-        those calls open, and torch's libgomp answered them at import), and
-        an out-of-line copy of a function defined `inline` (_inline_left_out):
-        each source of those compiled through a file that includes it and
-        then declares them `extern`, which by C99's rules makes its `inline`
-        definition an external one. Else raises the failure's BuildError."""
-        openmp = not self.links_openmp and any(
-            f.startswith(_OPENMP_RUNTIME) for f in _undefined_references(output)
-        )
-        copies = self._inline_left_out(output, build_dir, self._flags(runtime, rpath))
-        if not openmp and not copies:
-            raise BuildError(self._undefined_functions(output) or output) from None
-        self.links_openmp |= openmp
-        units = self._units(build_dir)
+    def _with_inline_copies(self, copies: dict[int, list[str]], units: list[Path], build_dir: Path) -> dict:
+        """Each source of `copies` as a file that includes it and then declares
+        its functions `extern`, which by C99's rules makes their `inline`
+        definitions external ones; says so. The files, by source."""
         wrapped = {}
-        for i, functions in copies.items():
+        for i, functions in sorted(copies.items()):
             wrapped[i] = build_dir / "inline" / f"{i}_{units[i].name}"
             wrapped[i].parent.mkdir(exist_ok=True)
             path = str(units[i]).replace("\\", "\\\\").replace('"', '\\"')
@@ -1350,19 +1375,36 @@ class Extension:
                 *[f"extern __typeof__({f}) {f};" for f in functions],
             ]
             _write_if_changed(wrapped[i], "\n".join(lines) + "\n")
+            warnings.warn(
+                f"{self.name}: {', '.join(functions)}: defined `inline` (not `static`) in "
+                f"{os.path.relpath(units[i], self.base_path)} or a header it includes, and called out "
+                "of line; C99 gives such a function no out-of-line copy (gcc before 5, by GNU89's rules, "
+                "did), so the build adds one",
+                stacklevel=4,
+            )
+        return wrapped
+
+    def _build_again(self, output: str, build_dir: Path, so: str, runtime: Path, rpath: str) -> None:
+        """After a link that failed on undefined references, builds again
+        when a 2017 toolchain gave some of those functions (a second failure
+        names what is still missing): the OpenMP runtime, which an extra object compiled
+        with -fopenmp calls (SparseConvNet's init.cpp.o; the 2017 link left
+        those calls open, and torch's libgomp answered them at import), and
+        an out-of-line copy of a function defined `inline` (_inline_left_out,
+        _with_inline_copies). Else raises the failure's BuildError."""
+        openmp = not self.links_openmp and any(
+            f.startswith(_OPENMP_RUNTIME) for f in _undefined_references(output)
+        )
+        copies = self._inline_left_out(output, build_dir, self._flags(runtime, rpath))
+        if not openmp and not copies:
+            raise BuildError(self._undefined_functions(output) or output) from None
+        self.links_openmp |= openmp
+        wrapped = self._with_inline_copies(copies, self._units(build_dir), build_dir)
         _write_if_changed(build_dir / "build.ninja", self._ninja(build_dir, so, runtime, rpath, wrapped))
         try:
             _run_ninja(build_dir, self.name, self.verbose)
         except BuildError as e:
             raise BuildError(self._undefined_functions(str(e)) or str(e)) from None
-        for i, functions in sorted(copies.items()):
-            warnings.warn(
-                f"{self.name}: {', '.join(functions)}: defined `inline` (not `static`) in "
-                f"{os.path.relpath(units[i], self.base_path)} or a header it includes, and called out "
-                "of line; C99 gives such a function no out-of-line copy (gcc before 5, by GNU89's rules, "
-                "did), so the build added one",
-                stacklevel=3,
-            )
 
     def _undefined_functions(self, output: str) -> str | None:
         """For a link that failed on undefined references: one message naming
