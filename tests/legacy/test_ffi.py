@@ -794,6 +794,47 @@ def test_static_libraries_among_the_extra_objects_link_in_any_order(tmp_path, wo
     assert _load(ext.build(), "fixture_archives").f(20) == 42
 
 
+def test_a_shared_library_among_the_extra_objects_calls_th_through_the_runtime(tmp_path, workdir):
+    """defusr's MYTH (2019): its build.sh makes lib/libMYTH_cu.so with
+    `nvcc --shared`, code that calls THC and leaves those calls to be
+    answered when the library loads, and its build.py links that library as
+    an extra object, with relative_to a folder (`<script dir>/../`, so the
+    paths and the module are relative to the folder above). The module
+    loads the library by the path it was linked with, and the library's TH
+    calls find the runtime."""
+    project = tmp_path / "code" / "MYTH"
+    _write(
+        project,
+        {
+            "src/kernel.c": "#include <TH/TH.h>\n"
+            "void count_gpu(THFloatTensor *x, THLongTensor *out) {\n"
+            "  THLongTensor_fill(out, (long)THFloatTensor_nElement(x));\n}\n",
+            "include/MYTH.h": "void count_gpu(THFloatTensor *x, THLongTensor *out);",
+            "src/MYTH.c": '#include <TH/TH.h>\n#include "MYTH.h"\n',
+        },
+    )
+    (project / "lib").mkdir()
+    cc = ["cc", "-shared", "-fPIC", f"-I{ffi.include_dir()}"]
+    _run([*cc, "-o", "lib/libMYTH_k.so", "src/kernel.c"], project)
+    base = str(project) + "/../"
+    ext = ffi.create_extension(
+        "MYTH",
+        headers=["MYTH/include/MYTH.h"],
+        sources=["MYTH/src/MYTH.c"],
+        include_dirs=[base + "MYTH/include/"],
+        relative_to=base,
+        extra_objects=[base + "MYTH/lib/libMYTH_k.so"],
+        verbose=False,
+    )
+    assert ext.build() == project
+    out = _run(
+        [sys.executable, "-c", "import torch, MYTH\nout = torch.zeros(1, dtype=torch.long)\n"
+         "MYTH.count_gpu(torch.ones(3, 4), out)\nprint(out.item())"],
+        tmp_path / "code",
+    )  # fmt: skip
+    assert out.split()[-1] == "12"
+
+
 def test_static_libraries_link_in_any_order_through_setuptools(tmp_path, workdir):
     """The same extra objects through ffi.distutils_extension() and setuptools."""
     project = tmp_path / "project"
