@@ -1924,6 +1924,20 @@ def test_package_setup_builds_into_the_package(tmp_path, workdir):
     assert _add_in_new_process("my_package._ext", out) == "1 [2.0, 2.0]"
 
 
+def test_package_setup_builds_in_place_for_an_editable_install(tmp_path, workdir):
+    """pip install -e . (an editable wheel, PEP 660) imports the package from
+    its source folder, so the library is built there, as build_ext builds
+    ext_modules in place for it; it went to a build folder that was then
+    thrown away, and the import failed."""
+    project = _cmdclass_project(tmp_path)
+    dist = tmp_path / "dist"
+    code = f"from setuptools import build_meta\nprint(build_meta.build_editable({str(dist)!r}))"
+    wheel = dist / _run([sys.executable, "-c", code], project).split()[-1]
+    with zipfile.ZipFile(wheel) as z:
+        assert not [n for n in z.namelist() if n.endswith(".so")], z.namelist()
+    assert _add_in_new_process("my_package._ext", project) == "1 [2.0, 2.0]"
+
+
 def test_package_setup_makes_a_wheel_for_the_platform(tmp_path, workdir):
     """The wheel holds a compiled library: it is tagged for this platform, not
     py3-none-any (which pip would install anywhere), and its files sit at the

@@ -1618,19 +1618,32 @@ def build_py(*extensions: Extension, with_runtime: bool = False):
             runtime = None
             if with_runtime:
                 cuda = any(ext.with_cuda for ext in extensions)
-                lib = Path(self.build_lib, "kernforge_legacy", "lib")
+                lib = self._placed(Path(self.build_lib, "kernforge_legacy", "lib"))
                 # build/ may hold the other variant's runtime from an earlier
                 # build; in this wheel it would be loaded instead of this one.
                 (lib / RUNTIME_LIBS[not cuda]).unlink(missing_ok=True)
                 runtime = build_runtime(cuda, into=lib)
             for ext in extensions:
-                ext.build(base_path=self._build_base(ext.base_path), runtime=runtime)
+                target = self._placed(self._build_base(ext.base_path).joinpath(*ext.name.split(".")))
+                ext.build(base_path=target.parents[ext.name.count(".")], runtime=runtime)
 
         def _build_base(self, src: Path) -> Path:
             for pkg in self.packages or []:
                 if Path(self.get_package_dir(pkg)).resolve() == src:
                     return Path(self.build_lib, *pkg.split("."))
             return Path(self.build_lib) / os.path.relpath(src)
+
+        def _placed(self, path: Path) -> Path:
+            """`path`, in build_lib; in an editable install, which imports
+            each package from its source folder (where build_ext builds in
+            place), the same place in the source folder of its package."""
+            if not getattr(self, "editable_mode", False):
+                return path
+            parts = path.relative_to(self.build_lib).parts
+            for i in range(len(parts), 0, -1):
+                if ".".join(parts[:i]) in (self.packages or []):
+                    return Path(self.get_package_dir(".".join(parts[:i]))).resolve().joinpath(*parts[i:])
+            return Path(self.get_package_dir("")).resolve().joinpath(*parts)
 
     return BuildPy
 
