@@ -2282,9 +2282,17 @@ def test_c_flags_of_the_build_script_reach_only_its_sources(tmp_path, workdir, c
 def test_a_wheel_build_leaves_out_the_other_variants_runtime(tmp_path, monkeypatch):
     # kernforge-legacy's own build (with_runtime) into a build/ that still holds
     # a CUDA runtime from an earlier build: a CPU wheel must not ship it, or its
-    # extensions would load it and need libtorch_cuda.
+    # extensions would load it and need libtorch_cuda. The runtime's compile (a
+    # minute here) is left to the wheels session; this records what was asked for.
     from setuptools.dist import Distribution
 
+    def build_runtime(with_cuda, into):
+        built.append(with_cuda)
+        (Path(into) / ffi.RUNTIME_LIBS[with_cuda]).write_text("built")
+        return Path(into) / ffi.RUNTIME_LIBS[with_cuda]
+
+    built = []
+    monkeypatch.setattr(ffi, "build_runtime", build_runtime)
     monkeypatch.chdir(tmp_path)
     lib = tmp_path / "build" / "lib" / "kernforge_legacy" / "lib"
     lib.mkdir(parents=True)
@@ -2293,4 +2301,4 @@ def test_a_wheel_build_leaves_out_the_other_variants_runtime(tmp_path, monkeypat
     cmd.build_lib = str(tmp_path / "build" / "lib")
     cmd.ensure_finalized()
     cmd.run()
-    assert sorted(p.name for p in lib.iterdir()) == [ffi.RUNTIME_LIBS[False]]
+    assert built == [False] and sorted(p.name for p in lib.iterdir()) == [ffi.RUNTIME_LIBS[False]]
