@@ -1863,6 +1863,48 @@ def test_header_parsing():
         ffi.parse_header("THCudaTensor *f(int n);", "f.h", False)
 
 
+def test_header_typedefs_name_the_types_they_stand_for():
+    """ORN's headers (2017) declare `typedef unsigned char uint8;` and the
+    like before prototypes taking them; cffi read any typedef. A struct's
+    name is no type Python can pass: its functions are set aside."""
+    skipped = []
+    protos = ffi.parse_header(
+        "typedef unsigned long uint64;\ntypedef unsigned char uint8;\ntypedef uint8 level;\n"
+        "typedef THFloatTensor *tensor_ptr;\ntypedef struct { int n; float w; } Box;\n"
+        "struct Pair { int a; };\n"
+        "int f(THFloatTensor *x, const uint8 n, uint64 m, level l);\nuint8 g(tensor_ptr t);\n"
+        "int h(Box *b);\nint k(struct Pair *p);\n",
+        "f.h",
+        False,
+        skipped,
+    )
+    schemas = ["f(Tensor(a!)? x, int n, int m, int l) -> int", "g(Tensor(a!)? t) -> int"]
+    assert [p.schema for p in protos] == schemas
+    decls = ["THFloatTensor *", "const unsigned char", "unsigned long", "unsigned char"]
+    assert [p.c_decl for p in protos[0].params] == decls
+    assert protos[1].returns == "unsigned char"
+    assert [name for name, _ in skipped] == ["h", "k"]
+
+
+def test_a_typedef_parameter_is_checked_against_its_type(tmp_path, workdir):
+    """ORN's `const uint8 nOrientation`: the C function gets the number, and
+    one its type cannot hold is refused before the call, as cffi refused it."""
+    header = "typedef unsigned char uint8;\nint rotate(THFloatTensor *x, const uint8 turns);\n"
+    ext = _extension(
+        tmp_path,
+        header,
+        '#include <TH/TH.h>\n#include "f.h"\n'
+        "int rotate(THFloatTensor *x, const uint8 turns) {\n"
+        "  THFloatTensor_fill(x, turns);\n  return turns;\n}\n",
+        verbose=False,
+    )
+    m = _load(ext.build(), "fixture_typedef")
+    x = torch.randn(3)
+    assert m.rotate(x, 255) == 255 and x.tolist() == [255.0] * 3
+    with pytest.raises(OverflowError, match=r"rotate: argument 2 \(turns, unsigned char\)"):
+        m.rotate(x, 256)
+
+
 def test_parameters_named_like_a_schema_keyword_get_an_underscore():
     """`in`, `def`, `is` ... are C names but words of torch's schema language:
     as they were, registering the op ended the process at import."""

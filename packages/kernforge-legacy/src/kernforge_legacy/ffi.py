@@ -725,7 +725,8 @@ def parse_header(
     text: str, header: str, with_cuda: bool, skipped: list[tuple[str, str]] | None = None
 ) -> list[Prototype]:
     """The function prototypes of a header that holds only those (as the old
-    ``torch.utils.ffi`` required); comments and preprocessor lines are skipped.
+    ``torch.utils.ffi`` required) and the enums, structs and typedefs they
+    use; comments and preprocessor lines are skipped.
     A prototype Python cannot call (a pointer to a tensor pointer or a struct, a pointer
     returned other than a tensor's or a storage's) raises ValueError, or with
     ``skipped`` given is appended to it as (name, reason) and left out."""
@@ -738,10 +739,25 @@ def parse_header(
     for m in re.finditer(r"\benum\s*(\w*)\s*\{[^{}]*\}\s*(\w*)\s*;", text):
         enums.update(n for n in m.groups() if n)
     text = re.sub(r"(?:\btypedef\s+)?\benum\s*\w*\s*\{[^{}]*\}\s*\w*\s*;", ";", text)
+    # other typedefs (ORN's `typedef unsigned char uint8;`): a name for a type,
+    # written as that type in the declarations after it. A struct's members
+    # are dropped, its name stays a type Python cannot pass, and a function
+    # pointer's typedef is skipped, so a function taking either is set aside
+    text = re.sub(r"\b(struct|union)\s*(\w*)\s*\{[^{}]*\}", lambda s: f"{s[1]} {s[2] or 'unnamed'}", text)
+    aliases: dict[str, str] = {}
     protos = []
     for decl in text.split(";"):
         decl = " ".join(decl.split())
+        if aliases:
+            decl = re.sub(r"\b(?:" + "|".join(aliases) + r")\b", lambda a: aliases[a[0]], decl)
         if not decl:
+            continue
+        if re.match(r"typedef\b", decl):
+            alias = re.fullmatch(r"typedef\s+([\w\s*]+?)\s*(\w+)", decl)
+            if alias:
+                aliases[alias[2]] = alias[1]
+            continue
+        if re.fullmatch(r"(?:struct|union) \w+", decl):  # a struct declared, or defined above
             continue
         m = re.fullmatch(
             r"(?:extern\s+)?(?P<ret>[A-Za-z_][\w\s*]*?)\s*(?P<name>[A-Za-z_]\w*)\s*\((?P<params>[^()]*)\)",
