@@ -1354,6 +1354,33 @@ def test_cc_a_cxx_compiler_builds_cxx_in_c_sources(tmp_path, workdir, monkeypatc
     assert x.tolist() == [6.0] * 3 and y.tolist() == [6.0] * 2
 
 
+def test_a_function_compiled_as_cxx_that_flows_off_its_end_returns(tmp_path, workdir, monkeypatch):
+    """DepthAwareCNN's depthavgpooling_forward_cuda (2018, built with
+    `CC=g++`) ends without a return. gcc 8 and later compile such an end of
+    a C++ function as unreachable, and the call ran on into the code after
+    it; gcc 5 returned, and so does the build now."""
+    monkeypatch.setenv("CC", "g++")
+    _write(
+        tmp_path,
+        {
+            "f.h": "int f(THFloatTensor *x, int n);\nint after(THFloatTensor *x);\nint g(THFloatTensor *x);",
+            "f.c": "#include <TH/TH.h>\n"
+            "int f(THFloatTensor *x, int n) {\n  THFloatTensor_fill(x, n);\n}\n"
+            "int after(THFloatTensor *x) {\n  THFloatTensor_fill(x, -1);\n  return 99;\n}\n",
+            "g.cpp": "#include <TH/TH.h>\nint g(THFloatTensor *x) {\n  THFloatTensor_fill(x, 5);\n}\n",
+        },
+    )
+    ext = ffi.create_extension(
+        "f", headers="f.h", sources=["f.c", "g.cpp"], relative_to=str(tmp_path / "build.py"), verbose=False
+    )
+    module = _load(ext.build(), "fixture_flows_off")
+    x = torch.full((4,), float("nan"))
+    module.f(x, 3)  # what it returns is undefined, as in 2017
+    assert x.tolist() == [3.0] * 4
+    module.g(x)  # a .cpp source: C++ whatever CC is
+    assert x.tolist() == [5.0] * 4
+
+
 def test_cc_a_cxx_compiler_and_an_extern_c_definition_fail_with_a_message(tmp_path, workdir, monkeypatch):
     monkeypatch.setenv("CC", "g++")
     ext = _extension(tmp_path, "int f(int n);", 'extern "C" int f(int n) { return n; }\n', verbose=False)

@@ -1263,6 +1263,7 @@ class Extension:
         )
         # setuptools gives C and C++ one list: the flags both languages take
         c_and_cxx = ["-fvisibility=hidden", *flags["defines"], *flags["includes"], *flags["c"], *flags["cxx"]]
+        c_and_cxx += _cxx_as_in_2017(os.environ.get("CC", "cc"))
         if self.per_compiler_args:  # for a BuildExtension, which adds -std=c++11 (2018) where none is given
             compile_args = {"cxx": ["-std=c++17", *c_and_cxx, *own_args]}
             compile_args["nvcc"] = self._nvccflags(flags) if self.with_cuda else []
@@ -1519,7 +1520,8 @@ class Extension:
 
     def _cflags(self, flags: dict[str, list[str]]) -> list[str]:
         # a C++ compiler as CC compiles the .c sources as C++, in its own standard
-        std = [] if _cc_is_cxx() else ["-std=gnu11"]
+        cc = os.environ.get("CC", "cc")
+        std = [*_cxx_as_in_2017(cc)] if _cc_is_cxx() else ["-std=gnu11"]
         return [
             *std,
             *_COMMON_FLAGS,
@@ -1538,9 +1540,10 @@ class Extension:
         # the extension's own extra_compile_args are for its sources, not for the op
         # wrappers (a -std=c99 there would be a C++ warning)
         own_cxxflags = ["-std=c++17", *_COMMON_FLAGS, *flags["defines"], *flags["includes"], *flags["cxx"]]
+        cxx_as_in_2017 = _cxx_as_in_2017(os.environ.get("CXX", "c++"))
         rules = _ninja_header(
             cflags=self._cflags(flags),
-            cxxflags=[*own_cxxflags, *self.extra_compile_args],
+            cxxflags=[*own_cxxflags, *cxx_as_in_2017, *self.extra_compile_args],
             own_cxxflags=own_cxxflags,
             nvccflags=self._nvccflags(flags) if self.with_cuda else [],
             ldflags=["-shared", *flags["link"]],
@@ -1739,6 +1742,39 @@ def _c_as_in_2017() -> tuple[str, ...]:
                 _c_flags_seen[cc] = flags
                 break
     return _c_flags_seen[cc]
+
+
+# A C++ function that ends without returning its value: gcc 8 and later,
+# and clang, compile that end as unreachable, so a call runs on into the
+# code laid out after it (DepthAwareCNN's depthavgpooling_forward_cuda, a
+# .c source built with CC=g++, crashed so); gcc 5, 2017's, returned. The
+# flags with which a compiler returns, as then: clang's, then gcc's (which
+# leave out the unreachable end when -fsanitize=unreachable is on; an
+# explicit __builtin_unreachable() then traps, with no runtime library).
+_CXX_2017_FLAGS = (
+    ("-fno-strict-return",),
+    ("-fsanitize=unreachable", "-fsanitize-undefined-trap-on-error"),
+)
+_cxx_flags_seen: dict[str, tuple[str, ...]] = {}
+
+
+def _cxx_as_in_2017(compiler: str) -> tuple[str, ...]:
+    """The flags of _CXX_2017_FLAGS that `compiler` takes for C++, found
+    once per compiler; none for one that takes neither."""
+    if compiler not in _cxx_flags_seen:
+        _cxx_flags_seen[compiler] = ()
+        for flags in _CXX_2017_FLAGS:
+            try:
+                probe = subprocess.run(
+                    [*shlex.split(compiler), "-x", "c++", "-c", "-o", os.devnull, *flags, "-"],
+                    input="int f(int n) { return n; }\n", capture_output=True, text=True,
+                )  # fmt: skip
+            except OSError:  # no such compiler: the build says so
+                break
+            if probe.returncode == 0 and not probe.stderr.strip():
+                _cxx_flags_seen[compiler] = flags
+                break
+    return _cxx_flags_seen[compiler]
 
 
 def _cc_is_cxx() -> bool:
