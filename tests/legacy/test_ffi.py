@@ -1913,6 +1913,43 @@ def test_header_typedefs_name_the_types_they_stand_for():
     assert [name for name, _ in skipped] == ["h", "k"]
 
 
+def test_a_variadic_function_takes_tensors_after_its_parameters(tmp_path, workdir):
+    """nv-wavenet's ffi wrapper (2018): `int infer(..., int implementation,
+    ...)` reads its layers' weights with va_arg; the Python wrapper passed
+    them as `*self.layers`, each a tensor that cffi got as its handle."""
+    ext = _extension(
+        tmp_path,
+        "int sums(THFloatTensor *out, int n, ...);",
+        "#include <stdarg.h>\n#include <TH/TH.h>\n"
+        "int sums(THFloatTensor *out, int n, ...) {\n"
+        "  va_list ap;\n  va_start(ap, n);\n  THFloatTensor_resize1d(out, n);\n"
+        "  float *o = THFloatTensor_data(out);\n  int nulls = 0;\n"
+        "  for (int i = 0; i < n; i++) {\n"
+        "    THFloatTensor *t = va_arg(ap, THFloatTensor *);\n"
+        "    if (!t) { o[i] = -1; nulls++; continue; }\n"
+        "    o[i] = THFloatTensor_sumall(t);\n    THFloatTensor_fill(t, i);\n  }\n"
+        "  va_end(ap);\n  return nulls;\n}\n",
+        verbose=False,
+    )
+    m = _load(ext.build(), "fixture_variadic")
+    assert m.sums.op._schema.arguments[-1].name == "variadic"
+    g = torch.Generator().manual_seed(3)
+    for n in (0, 3, 40, 512):  # the C call's counts: 8, 8, 128, 512
+        tensors = [torch.randn(2 + i % 3, generator=g) for i in range(n)]
+        want = [float(t.sum()) for t in tensors]
+        out = torch.full((1,), float("nan"))
+        args = [None if i == 1 else t for i, t in enumerate(tensors)]
+        assert m.sums(out, n, *args) == (1 if n > 1 else 0)
+        want[1:2] = [-1.0] if n > 1 else []
+        assert out.tolist() == pytest.approx(want)
+        assert all(t.eq(i).all() for i, t in enumerate(tensors) if i != 1)
+    not_a_tensor = r"sums: argument 4 \(\.\.\.\): expected a tensor \(or None for NULL\), .* got int"
+    with pytest.raises(ffi.ArgumentTypeError, match=not_a_tensor):
+        m.sums(torch.empty(0), 2, torch.ones(1), 7)
+    with pytest.raises(ffi.ArgumentTypeError, match=r"sums: at most 512 tensors go to its \.\.\., got 513"):
+        m.sums(torch.empty(0), 513, *[torch.ones(1)] * 513)
+
+
 def test_a_typedef_parameter_is_checked_against_its_type(tmp_path, workdir):
     """ORN's `const uint8 nOrientation`: the C function gets the number, and
     one its type cannot hold is refused before the call, as cffi refused it."""

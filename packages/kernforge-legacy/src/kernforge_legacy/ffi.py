@@ -432,6 +432,7 @@ def legacy_function(
     returns_storage: bool = False,
     pointers: dict[int, str] | None = None,
     returns_pointer: bool = False,
+    variadic: bool = False,
 ):
     """The Python function an extension module exports for the op of the C
     function `name` (the op is its ``.op``): the op, with its argument errors raised as
@@ -445,13 +446,33 @@ def legacy_function(
     maps the index of each pointer parameter (``int *``) to the C type it points to: the op
     takes the address of the cffi or ctypes memory passed there (:func:`_address`). With
     ``returns_pointer`` the C function returns a ``void *``, which comes back as a
-    :class:`Pointer`."""
+    :class:`Pointer`. A ``variadic`` C function (its parameters end in ``...``) takes
+    tensors after its parameters, each passed as its handle (None and cffi's NULL: NULL),
+    as cffi passed the tensors torch.utils.ffi gave it."""
     import torch
 
     storages = storages or {}
     pointers = pointers or {}
     params = op._schema.arguments
     position = {p.name: i for i, p in enumerate(params)}
+    if variadic:  # the op's last argument is the list of them, not a parameter of the C function
+        params = params[:-1]
+        del position[_VARIADIC]
+
+    def as_variadic(args):
+        fixed = args[: len(params)]
+        rest = [None if _cffi_null(a) else a for a in args[len(params) :]]
+        if len(rest) > _VARIADIC_COUNTS[-1]:
+            raise ArgumentTypeError(
+                f"{name}: at most {_VARIADIC_COUNTS[-1]} tensors go to its ..., got {len(rest)}"
+            )
+        for j, value in enumerate(rest):
+            if value is not None and not isinstance(value, torch.Tensor):
+                raise ArgumentTypeError(
+                    f"{name}: argument {len(params) + j + 1} (...): expected a tensor (or None for "
+                    f"NULL), passed as its TH handle, got {type(value).__name__}"
+                )
+        return (*fixed, rest) if len(args) >= len(params) else args
 
     def as_tensor(i, value):
         if value is None or i not in storages:
@@ -485,6 +506,8 @@ def legacy_function(
 
     def call(*args, **kwargs):
         keep = []  # the C strings made of bytes, until the C function has returned
+        if variadic:
+            args = as_variadic(args)
         args = tuple(as_argument(i, a, keep) for i, a in enumerate(args))
         kwargs = {k: as_argument(position.get(k, -1), v, keep) for k, v in kwargs.items()}
         # the empty tensors (not the storage arguments), which C code resizes as
@@ -686,6 +709,7 @@ class Prototype:
     returns: str  # "int", "float", "void", ... (_INT/_FLOAT/_BOOL_TYPES or void), or "THFloatTensor *", ...
     params: tuple[Param, ...]
     header: str
+    variadic: bool = False  # a `...` after the parameters: tensors, each as its handle
 
     @property
     def returned_handle(self) -> str | None:
@@ -711,9 +735,21 @@ class Prototype:
             if p.is_tensor and not p.is_const:
                 t = f"Tensor({_alias_name(i)}!)?"
             args.append(f"{t} {p.name}")
+        if self.variadic:  # the C function may write any of them
+            args.append(f"Tensor({_alias_name(len(self.params))}!)?[] {_VARIADIC}")
         ret = {"void": "()", **dict.fromkeys(_FLOAT_TYPES, "float"), **dict.fromkeys(_BOOL_TYPES, "bool")}
         ret = "Tensor" if self.returned_handle else ret.get(self.returns, "int")
         return f"{self.name}({', '.join(args)}) -> {ret}"
+
+
+# The name of a variadic function's last schema argument: the tensors passed
+# after its parameters (nv-wavenet's `int infer(..., int implementation, ...)`
+# takes its layers' weights so). A C call takes a number of them fixed when
+# it is compiled: the generated op calls with the smallest of these counts
+# that holds them, the rest NULL, which a function that reads its own count
+# of them (va_arg) never reads.
+_VARIADIC = "variadic"
+_VARIADIC_COUNTS = (8, 32, 128, 512)
 
 
 def _alias_name(i: int) -> str:
@@ -784,6 +820,8 @@ def parse_header(
                 )
             raw = m["params"].strip()
             pieces = [] if raw in ("", "void") else [p.strip() for p in raw.split(",")]
+            variadic = len(pieces) > 1 and pieces[-1] == "..."
+            pieces = pieces[:-1] if variadic else pieces
             params = tuple(
                 _parse_param(_without_enums(p, enums), i, name, header, with_cuda)
                 for i, p in enumerate(pieces)
@@ -797,9 +835,9 @@ def parse_header(
         params = tuple(
             dataclasses.replace(p, name=p.name + "_") if p.name in _SCHEMA_KEYWORDS else p for p in params
         )
-        if len({p.name for p in params}) != len(params):
+        if len({p.name for p in params} | ({_VARIADIC} if variadic else set())) != len(params) + variadic:
             params = tuple(dataclasses.replace(p, name=f"arg{i}") for i, p in enumerate(params))
-        protos.append(Prototype(name, ret, params, header))
+        protos.append(Prototype(name, ret, params, header, variadic))
     return protos
 
 
@@ -1005,7 +1043,8 @@ class Extension:
             *linkage,
         ]
         for f in self.functions:
-            lines.append(_cxx(f"{f.returns} {f.name}({', '.join(p.c_decl for p in f.params) or 'void'});"))
+            decls = [p.c_decl for p in f.params] + (["..."] if f.variadic else [])
+            lines.append(_cxx(f"{f.returns} {f.name}({', '.join(decls) or 'void'});"))
         lines += ["}" if linkage else "", "", "namespace {", "using torch::stable::Tensor;", ""]
         for f in self.functions:
             sig, args = [], []
@@ -1025,6 +1064,8 @@ class Extension:
                     args.append(
                         f'kernforge_legacy::scalar_arg<{_cxx(p.c_type)}>(a{i}, {where}, "{p.c_type}")'
                     )
+            if f.variadic:
+                sig.append("std::vector<std::optional<Tensor>> va")
             ret = {"void": "void", "float": "double", "double": "double", "bool": "bool"}.get(
                 f.returns, "Tensor" if f.returned_handle else "int64_t"
             )
@@ -1037,6 +1078,14 @@ class Extension:
             # (a call's own arguments are evaluated in no set order; gcc goes right to left)
             lines += [f"  auto c{i} = {arg};" for i, arg in enumerate(args)]
             call = f"{f.name}({', '.join(f'c{i}' for i in range(len(args)))})"
+            if f.variadic:
+                lines += self._variadic_handles(f)
+                fixed = "".join(f"c{i}, " for i in range(len(args)))
+                calls = [
+                    f"va.size() <= {n} ? {f.name}({fixed}{', '.join(f'v[{j}]' for j in range(n))})"
+                    for n in _VARIADIC_COUNTS
+                ]
+                call = f'({" : ".join(calls)} : throw std::logic_error("checked above"))'
             if f.returned_handle:  # the handle's reference, taken over by the returned tensor
                 storage = "true" if f.returned_handle.endswith("Storage") else "false"
                 call = f'Tensor(kernforge_legacy::returned_tensor({call}, {storage}, "{f.name}"))'
@@ -1056,6 +1105,22 @@ class Extension:
         lines += [f'  m.impl("{f.name}", TORCH_BOX(&op_{f.name}));' for f in self.functions]
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+    @staticmethod
+    def _variadic_handles(f: Prototype) -> list[str]:
+        """The lines of f's op that make the handles of its variadic tensors
+        (any dtype: the C code reads each as the type it expects, as cffi
+        passed each as its own type's pointer), `v[j]`, NULL after them."""
+        where = f'"{f.name}", {len(f.params) + 1}, "..."'
+        most = _VARIADIC_COUNTS[-1]
+        return [
+            f"  if (va.size() > {most})",
+            f'    kernforge_legacy::bad_argument({where}, "tensor", "at most {most} tensors '
+            'go to ..., got " + std::to_string(va.size()));',
+            f"  std::vector<void*> v({most}, nullptr);",
+            "  for (size_t j = 0; j < va.size(); j++)",
+            "    if (va[j]) v[j] = kernforge_legacy::call_handle(va[j]->get());",
+        ]
 
     def _module_source(self, ns: str, so: str) -> str:
         names = [f.name for f in self.functions]
@@ -1162,6 +1227,8 @@ class Extension:
             args.append("returns_storage=True")
         if f.returns_pointer:
             args.append("returns_pointer=True")
+        if f.variadic:
+            args.append("variadic=True")
         return args
 
     def _flags(self, runtime: Path, rpath: str) -> dict[str, list[str]]:
