@@ -1950,6 +1950,32 @@ def test_a_variadic_function_takes_tensors_after_its_parameters(tmp_path, workdi
         m.sums(torch.empty(0), 513, *[torch.ones(1)] * 513)
 
 
+def test_a_list_of_numbers_passes_as_a_c_array(tmp_path, workdir):
+    """cffi took a Python list for an `int *` or `float w[]` parameter (C's
+    array parameter is a pointer), copied into a C array for the call."""
+    ext = _extension(
+        tmp_path,
+        "float weigh(const float w[], const int *idx, int n, bool flags[2]);",
+        "#include <stdbool.h>\n"
+        "float weigh(const float w[], const int *idx, int n, bool flags[2]) {\n"
+        "  float s = 0;\n  for (int i = 0; i < n; i++) s += w[idx[i]];\n"
+        "  return flags[0] && !flags[1] ? s : -s;\n}\n",
+        verbose=False,
+    )
+    m = _load(ext.build(), "fixture_lists")
+    assert m.weigh([0.5, 1.5, 2.0], (2, 0, 2), 3, [True, False]) == 4.5
+    assert m.weigh((1, 2), [1], 1, [True, True]) == -2.0  # ints where floats go, as in C
+    with pytest.raises(
+        ffi.ArgumentOverflowError,
+        match=r"weigh: argument 2 \(idx, int\*\): item 1 of the list: 1099511627776 does not fit",
+    ):
+        m.weigh([0.5], [0, 2**40], 1, [True, False])
+    with pytest.raises(
+        ffi.ArgumentTypeError, match=r"argument 1 \(w, float\*\): item 0 of the list: .* got str"
+    ):
+        m.weigh(["a"], [0], 1, [True, False])
+
+
 def test_a_typedef_parameter_is_checked_against_its_type(tmp_path, workdir):
     """ORN's `const uint8 nOrientation`: the C function gets the number, and
     one its type cannot hold is refused before the call, as cffi refused it."""

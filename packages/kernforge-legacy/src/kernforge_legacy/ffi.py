@@ -425,6 +425,21 @@ def _address(name: str, i: int, param: str, c_type: str, value) -> int:
     )
 
 
+def _c_array(name: str, i: int, param: str, c_type: str, values) -> ctypes.Array:
+    """`values` as a ctypes array of `c_type`, each checked to fit, as cffi
+    made a temporary array of a list passed to a pointer parameter."""
+    array = (_C_NUMBERS[c_type] * len(values))()
+    for j, v in enumerate(values):
+        where = f"{name}: argument {i + 1} ({param}, {c_type}*): item {j} of the list"
+        kinds = (int, float) if c_type in _FLOAT_TYPES else (int,)
+        if not isinstance(v, kinds) or (isinstance(v, bool) and c_type not in _BOOL_TYPES):
+            raise ArgumentTypeError(f"{where}: expected a number of the C type, got {type(v).__name__}")
+        array[j] = v
+        if c_type not in _FLOAT_TYPES and array[j] != v:
+            raise ArgumentOverflowError(f"{where}: {v} does not fit")
+    return array
+
+
 def legacy_function(
     op,
     name: str,
@@ -500,6 +515,10 @@ def legacy_function(
             elif isinstance(value, str) and pointers[i] == "wchar_t":
                 # a wide C string, as cffi passed a str to a wchar_t * (pytorch-ctc's labels)
                 value = ctypes.create_unicode_buffer(value)
+                keep.append(value)
+            elif isinstance(value, (list, tuple)) and pointers[i] in _C_NUMBERS.keys() - {"char", "wchar_t"}:
+                # numbers, as cffi passed a list to an `int *`: a C array of them for the call
+                value = _c_array(name, i, params[i].name, pointers[i], value)
                 keep.append(value)
             return _address(name, i, params[i].name, pointers[i], value)
         return as_tensor(i, value)
@@ -849,7 +868,9 @@ def _without_enums(text: str, enums: set[str]) -> str:
 
 
 def _parse_param(text: str, index: int, fn: str, header: str, with_cuda: bool) -> Param:
-    tokens = re.findall(r"[A-Za-z_]\w*|\*|\S", text)
+    # an array parameter (`const float w[]`, `int idx[4]`) is a pointer in C
+    array = re.fullmatch(r"(.*?)(\w*)\s*\[\s*\w*\s*\]", text)
+    tokens = re.findall(r"[A-Za-z_]\w*|\*|\S", f"{array[1]} * {array[2]}" if array else text)
     is_const = "const" in tokens
     tokens = [t for t in tokens if t not in ("const", "volatile", "restrict", "__restrict__", "struct")]
     stars = tokens.count("*")
