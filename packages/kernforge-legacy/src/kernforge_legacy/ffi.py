@@ -1607,11 +1607,11 @@ class Extension:
         ]  # fmt: skip
 
     def _cflags(self, flags: dict[str, list[str]]) -> list[str]:
-        # a C++ compiler as CC compiles the .c sources as C++, in its own standard
-        cc = os.environ.get("CC", "cc")
-        std = [*_cxx_as_in_2017(cc)] if _cc_is_cxx() else ["-std=gnu11"]
+        # a C++ compiler as CC compiles the .c sources as C++, in its own standard,
+        # with a function that ends without a return returning (_cxx_as_in_2017)
+        language = _cxx_as_in_2017(os.environ.get("CC", "cc")) if _cc_is_cxx() else ("-std=gnu11",)
         return [
-            *std,
+            *language,
             *_COMMON_FLAGS,
             *flags["defines"],
             *flags["includes"],
