@@ -1288,6 +1288,28 @@ def test_enums_opaque_pointers_and_wide_strings(tmp_path, workdir):
         m.count(5, "a", 1)
 
 
+def test_the_headers_integer_constants_are_the_modules_as_cffis_were(tmp_path, workdir):
+    """cffi's module gave Python a header's enum values and integer
+    #defines beside its functions (torch.utils.ffi's wrapper exported every
+    name of `lib`): `my_lib.CTC_KENLM`, `my_lib.lib.MAX_LABELS`."""
+    ext = _extension(
+        tmp_path,
+        "#ifndef F_H\n#define F_H\n#define MAX_LABELS 28u\n#define FLAGS (1 << 3 | 0x1)\n"
+        '#define NAME "f"\n#define HALF (-7 / 2)\n#define OCTAL 010\n'
+        "typedef enum { CTC, CTC_KENLM = 5, BEAM } DecodeType;\n"
+        "enum Scale { ONE = 1, TEN = ONE * 10, ELEVEN };\nint pick(DecodeType t);\n#endif\n",
+        "int pick(int t) { return 2 * t; }\n",
+        verbose=False,
+    )
+    m = _load(ext.build(), "fixture_constants")
+    want = {"MAX_LABELS": 28, "FLAGS": 9, "HALF": -3, "OCTAL": 8, "CTC": 0, "CTC_KENLM": 5, "BEAM": 6,
+            "ONE": 1, "TEN": 10, "ELEVEN": 11}  # fmt: skip
+    assert {n: getattr(m, n) for n in want} == want
+    assert {n: getattr(m.lib, n) for n in want} == want
+    assert set(want) < set(m.__all__) and not hasattr(m, "NAME") and not hasattr(m, "F_H")
+    assert m.pick(m.BEAM) == 12
+
+
 def test_a_cuda_object_in_a_cpu_build_fails_with_a_message_saying_with_cuda(tmp_path, workdir):
     """medicaldetectiontoolkit's nms build.py links its kernel object also
     when torch has no CUDA (with_cuda=False): the message says that object

@@ -27,11 +27,13 @@ This module imports nothing from its package: ``setup.py`` loads it by path.
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import dataclasses
 import functools
 import hashlib
 import importlib.util
+import keyword
 import os
 import re
 import shlex
@@ -860,6 +862,69 @@ def parse_header(
     return protos
 
 
+def header_constants(text: str) -> dict[str, int]:
+    """The integer constants of a header: its enums' values and its
+    `#define NAME <integer expression>` lines, which cffi's module gave
+    Python beside the functions (`my_lib.CTC_KENLM`). A value Python cannot
+    work out (a macro's other text, a name not defined before) is left out."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    constants: dict[str, int] = {}
+    for m in re.finditer(r"^\s*#\s*define\s+([A-Za-z_]\w*)[ \t]+([^\n]+)$", text, re.M):
+        value = _c_integer(m[2], constants)
+        if value is not None:
+            constants[m[1]] = value
+    for body in re.findall(r"\benum\s*\w*\s*\{([^{}]*)\}", text):
+        value = -1
+        for item in (i.strip() for i in body.split(",")):
+            name, _, expr = item.partition("=")
+            if not name.strip():
+                continue
+            value = _c_integer(expr, constants) if expr.strip() else value + 1
+            if value is None:  # the rest count from a value not known here
+                break
+            constants[name.strip()] = value
+    return constants
+
+
+# C's integer operators, as Python's (C's `/` truncates toward zero)
+_C_OPERATORS = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: int(a / b), ast.Mod: lambda a, b: a - int(a / b) * b,
+    ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b, ast.BitOr: lambda a, b: a | b,
+    ast.BitAnd: lambda a, b: a & b, ast.BitXor: lambda a, b: a ^ b,
+    ast.USub: lambda a: -a, ast.UAdd: lambda a: a, ast.Invert: lambda a: ~a,
+}  # fmt: skip
+
+
+def _c_integer(expr: str, known: dict[str, int]) -> int | None:
+    """A C integer constant expression (literals with their U and L
+    suffixes, names of `known`, arithmetic), or None."""
+    expr = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b", r"\1", expr.strip())
+    expr = re.sub(r"\b0([0-7]+)\b", r"0o\1", expr)  # C's octal
+    try:
+        tree = ast.parse(expr.replace("/", "//"), mode="eval").body
+    except SyntaxError:
+        return None
+
+    def value(node):
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name) and node.id in known:
+            return known[node.id]
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _C_OPERATORS:
+            return _C_OPERATORS[type(node.op)](value(node.operand))
+        if isinstance(node, ast.BinOp) and type(node.op) in (*_C_OPERATORS, ast.FloorDiv):
+            op = ast.Div if isinstance(node.op, ast.FloorDiv) else type(node.op)
+            return _C_OPERATORS[op](value(node.left), value(node.right))
+        raise ValueError(expr)
+
+    try:
+        return value(tree)
+    except (ValueError, ZeroDivisionError, TypeError):
+        return None
+
+
 def _without_enums(text: str, enums: set[str]) -> str:
     """A declaration with its enum types (`DecodeType`, `enum Mode`) written
     as C's int, which a C enum is to the ABI (gcc's, for values an int holds)."""
@@ -943,9 +1008,11 @@ class Extension:
         # them anyway, and 2017 headers declared such helpers (EmbraceLife's
         # my_lib.h: THSize_isSameSizeAs over int64_t arrays)
         self.unwrapped: list[tuple[str, str]] = []
+        self.constants: dict[str, int] = {}  # the headers' enum values and integer #defines
         for h in headers:
-            path = self._path(h)
-            self.functions += parse_header(path.read_text(), str(h), with_cuda, self.unwrapped)
+            text = self._path(h).read_text()
+            self.functions += parse_header(text, str(h), with_cuda, self.unwrapped)
+            self.constants.update(header_constants(text))
         for _, reason in self.unwrapped:
             warnings.warn(f"{reason}; calling it from Python raises TypeError", stacklevel=2)
         names = [f.name for f in self.functions] + [n for n, _ in self.unwrapped]
@@ -1144,7 +1211,12 @@ class Extension:
         ]
 
     def _module_source(self, ns: str, so: str) -> str:
-        names = [f.name for f in self.functions]
+        names = [f.name for f in self.functions] + [n for n, _ in self.unwrapped]
+        # the headers' constants, as cffi's module had them beside the functions
+        constants = {
+            n: v for n, v in self.constants.items()
+            if n not in {*names, "lib", "ffi"} and not keyword.iskeyword(n) and not n.startswith("_")
+        }  # fmt: skip
         lines = [
             f'"""{self.name}: built by kernforge_legacy.ffi.create_extension. Do not edit.',
             "",
@@ -1171,8 +1243,9 @@ class Extension:
             "",
             *(f"{f.name} = _legacy_function({', '.join(self._function_args(f))})" for f in self.functions),
             *(f"{n} = _unwrapped_function({n!r}, {reason!r})" for n, reason in self.unwrapped),
+            *(f"{n} = {v!r}" for n, v in constants.items()),
             "",
-            f"__all__ = {names + [n for n, _ in self.unwrapped]!r}",
+            f"__all__ = {names + list(constants)!r}",
             "# what the cffi module gave to code that wrapped it itself (`from ._my_lib import lib, ffi`)",
             "lib = _CffiLib({n: globals()[n] for n in __all__})",
             "ffi = _cffi_ffi()",
