@@ -787,8 +787,7 @@ def parse_header(
     A prototype Python cannot call (a pointer to a tensor pointer or a struct, a pointer
     returned other than a tensor's or a storage's) raises ValueError, or with
     ``skipped`` given is appended to it as (name, reason) and left out."""
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    text = re.sub(r"//[^\n]*", " ", text)
+    text = _without_comments(text)
     text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     # enums (`typedef enum { CTC, CTC_KENLM } DecodeType;`, `enum Mode {...};`):
     # their names and tags are C's int to the functions that take them
@@ -862,13 +861,16 @@ def parse_header(
     return protos
 
 
+def _without_comments(text: str) -> str:
+    return re.sub(r"//[^\n]*", " ", re.sub(r"/\*.*?\*/", " ", text, flags=re.S))
+
+
 def header_constants(text: str) -> dict[str, int]:
     """The integer constants of a header: its enums' values and its
     `#define NAME <integer expression>` lines, which cffi's module gave
     Python beside the functions (`my_lib.CTC_KENLM`). A value Python cannot
     work out (a macro's other text, a name not defined before) is left out."""
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    text = re.sub(r"//[^\n]*", " ", text)
+    text = _without_comments(text)
     constants: dict[str, int] = {}
     for m in re.finditer(r"^\s*#\s*define\s+([A-Za-z_]\w*)[ \t]+([^\n]+)$", text, re.M):
         value = _c_integer(m[2], constants)
@@ -903,7 +905,7 @@ def _c_integer(expr: str, known: dict[str, int]) -> int | None:
     expr = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b", r"\1", expr.strip())
     expr = re.sub(r"\b0([0-7]+)\b", r"0o\1", expr)  # C's octal
     try:
-        tree = ast.parse(expr.replace("/", "//"), mode="eval").body
+        tree = ast.parse(expr, mode="eval").body
     except SyntaxError:
         return None
 
@@ -914,9 +916,8 @@ def _c_integer(expr: str, known: dict[str, int]) -> int | None:
             return known[node.id]
         if isinstance(node, ast.UnaryOp) and type(node.op) in _C_OPERATORS:
             return _C_OPERATORS[type(node.op)](value(node.operand))
-        if isinstance(node, ast.BinOp) and type(node.op) in (*_C_OPERATORS, ast.FloorDiv):
-            op = ast.Div if isinstance(node.op, ast.FloorDiv) else type(node.op)
-            return _C_OPERATORS[op](value(node.left), value(node.right))
+        if isinstance(node, ast.BinOp) and type(node.op) in _C_OPERATORS:
+            return _C_OPERATORS[type(node.op)](value(node.left), value(node.right))
         raise ValueError(expr)
 
     try:
