@@ -728,22 +728,6 @@ def test_compiler_errors_surface_with_the_compilers_message(tmp_path, workdir):
         ext.build()
 
 
-def test_a_source_that_uses_aten_beside_th_fails_with_torchs_reason(tmp_path, workdir):
-    """2018 kaldi bindings mixed TH with ATen (`unsafeTensorFromTH`): ATen's
-    C++ API binds a build to one torch, and torch's header says so."""
-    _write(
-        tmp_path,
-        {
-            "f.h": "int f(THFloatTensor *x);",
-            "f.cpp": "#include <TH/TH.h>\n#include <ATen/ATen.h>\n"
-            'extern "C" int f(THFloatTensor *x) { return 1; }\n',
-        },
-    )
-    ext = ffi.create_extension("f", headers="f.h", sources=["f.cpp"], relative_to=str(tmp_path / "build.py"))
-    with pytest.raises(ffi.BuildError, match=r"(?s)building f failed:.*TORCH_TARGET_VERSION is defined"):
-        ext.build()
-
-
 def test_missing_extra_objects_and_sources_are_named(tmp_path, workdir):
     """longcw/yolo2-pytorch's build.py links the .cu.o that its make.sh makes
     with nvcc; run alone, the build must say which file is missing."""
@@ -1881,7 +1865,10 @@ def test_header_parsing_refuses_or_sets_aside_what_python_cannot_call():
         "char *h(int n);\nint k(THFloatTensor **t);"
     )
     protos = ffi.parse_header(header, "f.h", False, skipped)
-    assert [p.schema for p in protos] == ["g(int n, int bytes, int p, int m, int rows) -> int"]  # addresses
+    # addresses; a `void *` takes a tensor too, listed last
+    assert [p.schema for p in protos] == [
+        "g(int n, int bytes, int p, int m, int rows, Tensor(g!)?[] void_tensors) -> int"
+    ]
     decls = [p.c_decl for p in protos[0].params]
     assert decls == ["int", "unsigned char *", "const void *", "void * *", "float * *"]
     assert [name for name, _ in skipped] == ["f", "h", "k"]
@@ -1970,6 +1957,79 @@ def test_a_variadic_function_takes_tensors_after_its_parameters(tmp_path, workdi
         m.sums(torch.empty(0), 2, torch.ones(1), 7)
     with pytest.raises(ffi.ArgumentTypeError, match=r"sums: at most 512 tensors go to its \.\.\., got 513"):
         m.sums(torch.empty(0), 513, *[torch.ones(1)] * 513)
+
+
+def test_a_cxx_wrapper_over_void_pointers_reads_its_tensors_through_aten(tmp_path, workdir):
+    """fairseq-py's first ConvTBC (2017): create_extension(...,
+    source_extension='.cpp', extra_compile_args=['-std=c++11']) over a .cpp
+    that defines its functions without extern "C" (cffi compiled the wrapper
+    as C++), takes its tensors as `void *` (torch.utils.ffi gave each as its
+    own type's pointer) and reads them through ATen:
+    at::getType(at::kCPU, at::kFloat).unsafeTensorFromTH(p, true). The
+    module's package is written when create_extension runs, as the old one
+    made its folder, for the setup.py's find_packages()."""
+    header = (
+        "void scale(const char *dtype, void *input, void *output, float k);\n"
+        "int fresh(void);\nint blob(void);\n"
+    )
+    source = (
+        '#include <string.h>\n#include <stdexcept>\n#include <ATen/ATen.h>\n#include "f.h"\n'
+        "static at::Type& type_of(const char* dtype) {\n"
+        '  if (strcmp(dtype, "torch.FloatTensor") == 0) return at::getType(at::kCPU, at::kFloat);\n'
+        '  if (strcmp(dtype, "torch.DoubleTensor") == 0) return at::getType(at::Backend::CPU, at::kDouble);\n'
+        '  throw std::runtime_error(std::string("Unsupported data type: ") + dtype);\n}\n'
+        "void scale(const char* dtype, void* input, void* output, float k) {\n"
+        "  auto& type = type_of(dtype);\n"
+        "  at::Tensor in = type.unsafeTensorFromTH(input, true);\n"
+        "  at::Tensor out = type.unsafeTensorFromTH(output, true);\n"
+        "  out.copy_(in.mul(k).t());\n}\n"
+        "int fresh(void) {  // retain=false takes over the new handle's reference\n"
+        "  long before = kfl_live_handles();\n"
+        "  {\n    THFloatTensor* h = THFloatTensor_newWithSize1d(5);\n"
+        "    at::Tensor t = at::getType(at::kCPU, at::kFloat).unsafeTensorFromTH(h, false);\n"
+        "    if (t.numel() != 5) return -1;\n  }\n"
+        "  return (int)(kfl_live_handles() - before);\n}\n"
+        "static int freed = 0;\n"
+        "int blob(void) {  // 0.4's tensorFromBlob: over the caller's memory, with its deleter\n"
+        "  float* data = new float[6]{1, 2, 3, 4, 5, 6};\n"
+        "  {\n    at::Tensor t = at::getType(at::kCPU, at::kFloat).tensorFromBlob(\n"
+        "        data, {2, 3}, {1, 2}, [](void* p) { delete[] static_cast<float*>(p); freed++; });\n"
+        "    if (t.sum().item<float>() != 21 || t[1][0].item<float>() != 2 || freed) return -1;\n  }\n"
+        "  return freed;\n}\n"
+    )
+    _write(tmp_path, {"pkg/__init__.py": "", "f.h": header, "f.cpp": source})
+    ext = ffi.create_extension(
+        "pkg.conv", headers="f.h", sources=["f.cpp"], relative_to=str(tmp_path / "setup.py"),
+        source_extension=".cpp", extra_compile_args=["-std=c++11"], verbose=False,
+    )  # fmt: skip
+    assert (tmp_path / "pkg" / "conv" / "__init__.py").exists()  # before the build
+    kw = {"relative_to": str(tmp_path / "setup.py"), "source_extension": ".cpp"}
+    ffi.create_extension("elsewhere.conv", headers="f.h", sources=["f.cpp"], **kw)
+    assert not (tmp_path / "elsewhere").exists()  # no package there: written by the build
+    m = _load(ext.build(), "fixture_aten")
+    assert m.scale.op._schema.arguments[-1].name == "void_tensors"
+    g = torch.Generator().manual_seed(5)
+    for dtype in (torch.float32, torch.float64):
+        x = random((3, 4), dtype, "cpu", g)
+        out = torch.full((4, 3), float("nan"), dtype=dtype)
+        m.scale(x.type().encode("utf-8"), x, out, 2.5)
+        assert torch.equal(out, (x * 2.5).t())
+    assert m.fresh() == 0
+    assert m.blob() == 1
+    with pytest.raises(RuntimeError, match=r"handle holds a cpu tensor of Double, not a CPUFloatType"):
+        m.scale(b"torch.FloatTensor", torch.ones(2, 2, dtype=torch.float64), torch.ones(2, 2), 1.0)
+    with pytest.raises(RuntimeError, match=r"Unsupported data type: torch\.HalfTensor"):
+        m.scale(b"torch.HalfTensor", torch.ones(2, 2), torch.ones(2, 2), 1.0)
+    with pytest.raises(
+        ffi.ArgumentTypeError,
+        match=r"^scale: argument 3 \(output, void\*\): expected a tensor \(passed as its TH handle\), "
+        r"cffi's or ctypes' memory, or None for NULL, got str$",
+    ):
+        m.scale(b"torch.FloatTensor", torch.ones(2, 2), "out", 1.0)
+    with pytest.raises(
+        ValueError, match=r"source_extension must be one of \['\.c', '\.cpp', '\.cc', '\.cxx'\]"
+    ):
+        ffi.create_extension("g", headers="f.h", sources=["f.cpp"], **{**kw, "source_extension": ".m"})
 
 
 def test_a_list_of_numbers_passes_as_a_c_array(tmp_path, workdir):

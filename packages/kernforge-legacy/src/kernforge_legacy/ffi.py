@@ -418,6 +418,11 @@ def _address(name: str, i: int, param: str, c_type: str, value) -> int:
         expected, what = _POINTEE_SIZES.get(c_type), f"ffi.new('{c_type} *'), a ctypes {c_type}"
     if address is not None and (pointee == expected or (c_type == "void" and not variable)):
         return address
+    if c_type == "void":
+        raise ArgumentTypeError(
+            f"{name}: argument {i + 1} ({param}, void*): expected a tensor (passed as its TH handle), "
+            f"cffi's or ctypes' memory, or None for NULL, got {got}"
+        )
     if c_type in _BYTE_TYPES:
         what = f"{what}, bytes for a C string"
         got += " (a C string is bytes: s.encode())" if isinstance(value, str) else ""
@@ -461,7 +466,8 @@ def legacy_function(
     bytes as the C type's elements). With ``returns_storage`` the C function returns a storage,
     which comes back as a ``torch.TypedStorage``, as the old ffi returned one. ``pointers``
     maps the index of each pointer parameter (``int *``) to the C type it points to: the op
-    takes the address of the cffi or ctypes memory passed there (:func:`_address`). With
+    takes the address of the cffi or ctypes memory passed there (:func:`_address`); a
+    ``void *`` also takes a tensor, as its handle (the op's last argument lists them). With
     ``returns_pointer`` the C function returns a ``void *``, which comes back as a
     :class:`Pointer`. A ``variadic`` C function (its parameters end in ``...``) takes
     tensors after its parameters, each passed as its handle (None and cffi's NULL: NULL),
@@ -472,6 +478,11 @@ def legacy_function(
     pointers = pointers or {}
     params = op._schema.arguments
     position = {p.name: i for i, p in enumerate(params)}
+    # a `void *` takes a tensor too: the op's last argument is the list of those passed
+    takes_void_tensors = "void" in pointers.values()
+    if takes_void_tensors:
+        params = params[:-1]
+        del position[_VOID_TENSORS]
     if variadic:  # the op's last argument is the list of them, not a parameter of the C function
         params = params[:-1]
         del position[_VARIADIC]
@@ -505,10 +516,15 @@ def legacy_function(
             f"(tensor.untyped_storage(), torch.FloatStorage(...)), got {type(value).__name__}"
         )
 
-    def as_argument(i, value, keep):
+    def as_argument(i, value, keep, void_tensors):
         if _cffi_null(value):
             value = None
         if i in pointers:
+            if pointers[i] == "void" and isinstance(value, torch.Tensor):
+                # its handle, of its own type, as torch.utils.ffi gave cffi a tensor for a
+                # `void *` (fairseq-py's TemporalConvolutionTBC): -(k + 1) names the k-th
+                void_tensors.append(value)
+                return -len(void_tensors)
             if isinstance(value, bytes) and pointers[i] in _BYTE_TYPES:
                 # a C string, as cffi passed bytes to a char * (torchaudio's file names):
                 # a NUL-terminated copy, alive for the call
@@ -527,10 +543,11 @@ def legacy_function(
 
     def call(*args, **kwargs):
         keep = []  # the C strings made of bytes, until the C function has returned
+        void_tensors = []  # the tensors passed to `void *` parameters
         if variadic:
             args = as_variadic(args)
-        args = tuple(as_argument(i, a, keep) for i, a in enumerate(args))
-        kwargs = {k: as_argument(position.get(k, -1), v, keep) for k, v in kwargs.items()}
+        args = tuple(as_argument(i, a, keep, void_tensors) for i, a in enumerate(args))
+        kwargs = {k: as_argument(position.get(k, -1), v, keep, void_tensors) for k, v in kwargs.items()}
         # the empty tensors (not the storage arguments), which C code resizes as
         # outputs: after the call, one it grew in place is checked for another
         # tensor over its storage
@@ -541,7 +558,7 @@ def legacy_function(
             if isinstance(t, torch.Tensor) and i not in storages and t.numel() == 0
         ]
         try:
-            result = op(*args, **kwargs)
+            result = op(*args, **kwargs, **({_VOID_TENSORS: void_tensors} if takes_void_tensors else {}))
         except RuntimeError as e:
             text = str(e)
             too_big = _beyond_int64(params, args, kwargs) if "found type 'int'" in text else None
@@ -682,8 +699,11 @@ _STORAGE_DTYPES = {**_CPU_STORAGES, **_CUDA_STORAGES}
 _BUILD_KWARGS = {
     "define_macros", "undef_macros", "include_dirs", "extra_objects", "extra_compile_args",
     "extra_link_args", "libraries", "library_dirs", "runtime_library_dirs", "depends", "language",
-    "export_symbols", "swig_opts", "optional", "py_limited_api",
+    "export_symbols", "swig_opts", "optional", "py_limited_api", "source_extension",
 }  # fmt: skip
+# cffi's set_source(..., source_extension=...): the file extension its wrapper
+# source was compiled as, C's or one of C++'s
+_SOURCE_EXTENSIONS = (".c", ".cpp", ".cc", ".cxx")
 
 
 # The words torch's operator schemas cannot take as an argument's name (its
@@ -746,6 +766,13 @@ class Prototype:
         return self.returns == "void *"
 
     @property
+    def takes_void_tensors(self) -> bool:
+        """Whether a parameter is a `void *`, which takes a tensor too (as its
+        TH handle: torch.utils.ffi gave cffi each tensor as its own type's
+        pointer, which a `void *` took; fairseq-py's TemporalConvolutionTBC)."""
+        return any(p.is_pointer and p.c_type == "void" for p in self.params)
+
+    @property
     def schema(self) -> str:
         """The torch op schema: a tensor the C function may write (not const)
         is a mutable alias, each in its own alias set; every tensor may be
@@ -758,6 +785,8 @@ class Prototype:
             args.append(f"{t} {p.name}")
         if self.variadic:  # the C function may write any of them
             args.append(f"Tensor({_alias_name(len(self.params))}!)?[] {_VARIADIC}")
+        if self.takes_void_tensors:  # the C function may write any of them
+            args.append(f"Tensor({_alias_name(len(self.params) + 1)}!)?[] {_VOID_TENSORS}")
         ret = {"void": "()", **dict.fromkeys(_FLOAT_TYPES, "float"), **dict.fromkeys(_BOOL_TYPES, "bool")}
         ret = "Tensor" if self.returned_handle else ret.get(self.returns, "int")
         return f"{self.name}({', '.join(args)}) -> {ret}"
@@ -771,6 +800,11 @@ class Prototype:
 # of them (va_arg) never reads.
 _VARIADIC = "variadic"
 _VARIADIC_COUNTS = (8, 32, 128, 512)
+# The name of the last schema argument of a function with `void *` parameters:
+# the tensors passed to them. Such a parameter's own (int) argument is then
+# -(k + 1) for the k-th of them, where else it holds an address, which on
+# Linux is never negative, or 0 for NULL.
+_VOID_TENSORS = "void_tensors"
 
 
 def _alias_name(i: int) -> str:
@@ -1022,6 +1056,12 @@ class Extension:
         self.language = kwargs.get("language") or "c"
         if self.language not in ("c", "c++"):
             raise ValueError(f"create_extension: language must be 'c' or 'c++', got {self.language!r}")
+        self.source_extension = kwargs.get("source_extension") or ".c"
+        if self.source_extension not in _SOURCE_EXTENSIONS:
+            raise ValueError(
+                f"create_extension: source_extension must be one of {list(_SOURCE_EXTENSIONS)}, "
+                f"got {self.source_extension!r}"
+            )
         self.define_macros = list(kwargs.get("define_macros", []))
         self.undef_macros = list(kwargs.get("undef_macros", []))
         self.depends = [self._path(d) for d in kwargs.get("depends", [])]
@@ -1045,12 +1085,14 @@ class Extension:
         self.extra_link_args = list(kwargs.get("extra_link_args", []))
         self.libraries = list(kwargs.get("libraries", []))
         self.library_dirs = [self._path(d) for d in kwargs.get("library_dirs", [])]
-        if package:
-            # The module's package now, as torch.utils.ffi wrote its wrapper:
-            # a setup.py that runs the build script before setup() (its
-            # package example) finds it with find_packages(), before cffi's
-            # hook builds the library into it.
-            target = self.target_dir()
+        # The module's package now, as torch.utils.ffi made its folder, so
+        # that a setup.py that runs the build script before setup() finds it
+        # with find_packages(), before the library is built into it: with
+        # package=True (torch.utils.ffi's package example), and where the
+        # module goes into a package that is there (fairseq-py's setup.py,
+        # whose build_py builds `fairseq.temporal_convolution_tbc`).
+        target = self.target_dir()
+        if package or (target.parent != self.base_path and (target.parent / "__init__.py").exists()):
             self._write_package(target, self.namespace(target), f"_{self.module_name}.so", self.base_path)
 
     def _path(self, p) -> Path:
@@ -1117,13 +1159,17 @@ class Extension:
             )
             raise BuildError(f"building {self.name}: not found: " + "; ".join(missing) + hint)
 
+    def _cxx_linkage(self) -> bool:
+        """Whether the header's functions have C++ linkage. They have C's, with
+        language="c++" too: cffi compiled its wrapper, which held the headers,
+        as C (language only chose the linker), so a .cpp source defines them
+        extern "C". The wrapper was C++ with source_extension=".cpp"
+        (fairseq-py's), and with a C++ compiler as CC (`CC=g++ python
+        build.py`), which compiled the .c sources as C++ too."""
+        return self.source_extension != ".c" or _cc_is_cxx()
+
     def _ops_source(self, ns: str) -> str:
-        # The header's functions have C linkage, with language="c++" too: cffi
-        # compiled its wrapper, which held the headers, as C (language only
-        # chose the linker), so a .cpp source defines them extern "C". With a
-        # C++ compiler as CC (`CC=g++ python build.py`), the wrapper and the .c
-        # sources were C++ alike: C++ linkage.
-        linkage = [] if _cc_is_cxx() else ['extern "C" {']
+        linkage = [] if self._cxx_linkage() else ['extern "C" {']
         lines = [
             f"// Generated by kernforge_legacy.ffi.create_extension for {self.name}: the torch ops",
             "// over the C functions of its headers. Do not edit.",
@@ -1143,6 +1189,9 @@ class Extension:
                     sig.append(f"std::optional<Tensor> a{i}")
                     kind = "storage_arg" if p.is_storage else "tensor_arg"
                     args.append(f"kernforge_legacy::{kind}<{p.c_type}>(a{i}, {where})")
+                elif p.is_pointer and p.c_type == "void":  # an address, or a tensor's handle
+                    sig.append(f"int64_t a{i}")
+                    args.append(f"kernforge_legacy::void_arg(a{i}, vt, {where})")
                 elif p.is_pointer:  # an address legacy_function took from cffi's or ctypes' memory
                     sig.append(f"int64_t a{i}")
                     const = "const " if p.is_const else ""
@@ -1155,12 +1204,16 @@ class Extension:
                     )
             if f.variadic:
                 sig.append("std::vector<std::optional<Tensor>> va")
+            if f.takes_void_tensors:
+                sig.append("std::vector<std::optional<Tensor>> vt")
             ret = {"void": "void", "float": "double", "double": "double", "bool": "bool"}.get(
                 f.returns, "Tensor" if f.returned_handle else "int64_t"
             )
             lines.append(f"{ret} op_{f.name}({', '.join(sig)}) {{")
             lines.append("  kernforge_legacy::CallScope scope;  // storages the call borrowed end with it")
             tensors = [f"a{i} ? a{i}->get() : nullptr" for i, p in enumerate(f.params) if p.is_tensor]
+            if f.takes_void_tensors:
+                tensors.append("kernforge_legacy::first_cuda_tensor(vt)")
             if self.with_cuda and tensors:
                 lines.append(f"  kernforge_legacy::DeviceGuard guard{{{', '.join(tensors)}}};")
             # one local per argument: the checks run, and report, in the argument order
@@ -1431,6 +1484,10 @@ class Extension:
             compile_args["nvcc"] = self._nvccflags(flags) if self.with_cuda else []
         else:
             compile_args = [*c_and_cxx, *own_args]
+        if any(s.suffix in (".cpp", ".cc", ".cxx") and _includes_aten(s) for s in self.sources):
+            # the standard today's ATen needs (gcc warns that a C source ignores it)
+            aten = _aten_standard(own_args)
+            (compile_args["cxx"] if self.per_compiler_args else compile_args).append(aten)
         # and so the out-of-line copies of `inline` functions that a C source
         # needs are found now too (ffi.build() finds them when its first link fails)
         units = self._units(build_dir)
@@ -1611,6 +1668,12 @@ class Extension:
                 f"functions of the headers that no source defines with C++ linkage (CC={os.environ['CC']} "
                 'compiles the .c sources as C++; one defined extern "C" needs the default CC):'
             )
+        elif own and self._cxx_linkage():
+            lines.append(
+                "functions of the headers that no source defines with C++ linkage (source_extension="
+                f'{self.source_extension!r} compiled the wrapper as C++; one defined extern "C" needs '
+                "the default, '.c'):"
+            )
         elif own:
             lines.append(
                 "functions of the headers that no source defines with C linkage (as under "
@@ -1718,6 +1781,9 @@ class Extension:
             objects.append(obj)
             implicit = f" | {' '.join(_esc(d) for d in self.depends)}" if self.depends else ""
             rules.append(f"build {obj}: {rule} {_esc(wrapped.get(i, src))}{implicit}")
+            if rule == "cxx" and _includes_aten(src):
+                # the standard today's ATen needs, whatever the 2017 flags gave (fairseq-py's -std=c++11)
+                rules.append(f"  cxxflags = $cxxflags {_aten_standard(self.extra_compile_args)}")
         extra = f" | {' '.join(_esc(o) for o in self.extra_objects)}" if self.extra_objects else ""
         rules.append(f"build {so}: link {' '.join(objects)}{extra}")
         rules.append(f"  archives = {_join(self._grouped_extra_objects())}")
@@ -1741,9 +1807,10 @@ def create_extension(
             link the CUDA runtime.
         package: a module of a package that a ``setup.py`` builds (cffi's
             hook, ``cffi_modules``): its package folder and ``__init__.py``
-            are written now, as the old one wrote its wrapper, so that the
-            ``setup.py``'s ``find_packages()`` finds them. The build is the
-            same.
+            are written now, as the old one made the folder, so that the
+            ``setup.py``'s ``find_packages()`` finds them. They are also
+            written now where the module goes into a package that is there
+            (``"fairseq.temporal_convolution_tbc"``). The build is the same.
         relative_to: the build script (``__file__``): paths are relative to its
             folder, and the module is written there.
         **kwargs: the setuptools ``Extension`` keywords the old one passed
@@ -1752,9 +1819,12 @@ def create_extension(
             torch.utils.cpp_extension's ``{"cxx": [...], "nvcc": [...]}``),
             ``extra_link_args``, ``libraries``, ``library_dirs``,
             ``runtime_library_dirs`` (an rpath), ``depends`` (files whose
-            change rebuilds every source), ``language`` (``"c"``, or
-            ``"c++"``: the header's functions have C++ linkage, defined in
-            .cpp sources without ``extern "C"``); ``export_symbols``,
+            change rebuilds every source), ``language`` (``"c"`` or ``"c++"``,
+            which chose the linker: the header's functions have C linkage,
+            defined in .cpp sources ``extern "C"``), cffi's
+            ``source_extension`` (``".cpp"``, ``".cc"`` or ``".cxx"``
+            compiled its wrapper as C++: the header's functions have C++
+            linkage, defined without ``extern "C"``); ``export_symbols``,
             ``swig_opts``, ``optional`` and ``py_limited_api`` are accepted
             and change nothing on Linux. Anything else is a TypeError.
 
@@ -1937,6 +2007,30 @@ def _cxx_as_in_2017(compiler: str) -> tuple[str, ...]:
                 _cxx_flags_seen[compiler] = flags
                 break
     return _cxx_flags_seen[compiler]
+
+
+def _includes_aten(source: Path) -> bool:
+    """Whether a C++ source includes ATen itself (fairseq-py's 2017 ffi
+    source: `#include <ATen/ATen.h>`)."""
+    return re.search(r'^\s*#\s*include\s*[<"]ATen/', source.read_text(errors="replace"), re.M) is not None
+
+
+@functools.cache
+def _aten_cxx_version() -> str:
+    """The C++ standard the installed torch's ATen needs ("17", or "20" from
+    torch 2.14 on), as its ATen/ATen.h checks it."""
+    header = _torch_root() / "include" / "ATen" / "ATen.h"
+    text = header.read_text() if header.exists() else ""
+    m = re.search(r"__cplusplus\s*<\s*(\d{4})\d\dL", text)
+    return {"2017": "17", "2020": "20"}.get(m.group(1), "20") if m else "17"
+
+
+def _aten_standard(flags: list[str]) -> str:
+    """The -std flag for a source that includes ATen: the standard ATen needs,
+    in GNU's dialect where the last -std of `flags` is one of GNU's."""
+    std = [f for f in flags if f.startswith("-std=")]
+    gnu = bool(std) and std[-1].startswith("-std=gnu")
+    return f"-std={'gnu' if gnu else 'c'}++{_aten_cxx_version()}"
 
 
 def _cc_is_cxx() -> bool:

@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace kernforge_legacy {
 
@@ -105,6 +106,31 @@ S* storage_arg(const std::optional<torch::stable::Tensor>& arg, const char* fn, 
                const char* param) {
   const torch::stable::Tensor* t = checked_arg<S>(arg, fn, index, param, "storage");
   return t ? static_cast<S*>(call_storage(t->get(), Handle<S>::element_size)) : nullptr;
+}
+
+// What a `void *` parameter gets: the address `a` (0: NULL), or for a < 0 the
+// handle of the tensor vt[-a - 1], of its own type, as torch.utils.ffi gave
+// cffi a tensor as its type's pointer, which a `void *` took.
+inline void* void_arg(int64_t a, const std::vector<std::optional<torch::stable::Tensor>>& vt,
+                      const char* fn, int index, const char* param) {
+  if (a >= 0) return reinterpret_cast<void*>(static_cast<uintptr_t>(a));
+  const size_t k = static_cast<size_t>(-(a + 1));
+  if (k >= vt.size())
+    bad_argument(fn, index, param, "void*",
+                 "tensor " + std::to_string(k) + " of " + std::to_string(vt.size()) + " given");
+  return vt[k] ? call_handle(vt[k]->get()) : nullptr;
+}
+
+// The first CUDA tensor of ts (for DeviceGuard), or null.
+inline AtenTensorHandle first_cuda_tensor(
+    const std::vector<std::optional<torch::stable::Tensor>>& ts) {
+  for (const auto& t : ts) {
+    int32_t device;
+    if (t && aoti_torch_get_device_type(t->get(), &device) == AOTI_TORCH_SUCCESS &&
+        device == aoti_torch_device_type_cuda())
+      return t->get();
+  }
+  return nullptr;
 }
 
 // A Python int (int64_t) or float (double) as the C parameter type C, if it fits.
