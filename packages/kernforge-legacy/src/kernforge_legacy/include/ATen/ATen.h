@@ -14,7 +14,6 @@
 // C++ API, so a source that includes it builds against the torch installed.
 #undef TORCH_TARGET_VERSION
 #include_next <ATen/ATen.h>
-
 #include <TH/TH.h>
 #ifdef KERNFORGE_LEGACY_WITH_CUDA
 #include <THC/THC.h>
@@ -70,7 +69,8 @@ class Type {
   // the tensor no longer needs it.
   Tensor tensorFromBlob(void* data, IntArrayRef size,
                         const std::function<void(void*)>& deleter = {}) const {
-    return deleter ? at::from_blob(data, size, deleter, options()) : at::from_blob(data, size, options());
+    return deleter ? at::from_blob(data, size, deleter, options())
+                   : at::from_blob(data, size, options());
   }
   Tensor tensorFromBlob(void* data, IntArrayRef size, IntArrayRef stride,
                         const std::function<void(void*)>& deleter = {}) const {
