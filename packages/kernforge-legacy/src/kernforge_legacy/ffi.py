@@ -28,8 +28,10 @@ This module imports nothing from its package: ``setup.py`` loads it by path.
 from __future__ import annotations
 
 import ast
+import contextlib
 import ctypes
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import importlib.util
@@ -70,7 +72,7 @@ _OPENMP_RUNTIME = ("GOMP_", "omp_", "GOACC_")
 # Every compiler's flags but nvcc's, besides the defines and include folders.
 _COMMON_FLAGS = ("-O3", "-fPIC", "-fvisibility=hidden")
 
-# C++ standards the generated op source (C++17, for torch's stable ABI headers) cannot take.
+# C++ standards below 17, which nvcc's flags cannot take (CUDA 13's thrust and CUB need 17).
 _CXX_BELOW_17 = re.compile(r"-std=(c|gnu)\+\+(98|03|0x|11|1y|14)")
 
 # Architectures a CUDA build embeds when TORCH_CUDA_ARCH_LIST is unset and no GPU is visible.
@@ -130,10 +132,10 @@ def build_runtime(with_cuda: bool, into: str | os.PathLike | None = None, verbos
     torch_root = _torch_root()
     key = hashlib.sha1(f"{torch_root}|{_HERE}".encode()).hexdigest()[:10]
     build_dir = _build_root() / f"runtime-{'cuda' if with_cuda else 'cpu'}-{key}"
-    build_dir.mkdir(parents=True, exist_ok=True)
     lib = RUNTIME_LIBS[with_cuda]
-    _write_if_changed(build_dir / "build.ninja", _runtime_ninja(with_cuda, lib))
-    _run_ninja(build_dir, "the kernforge-legacy runtime", verbose)
+    with _exclusive(build_dir):
+        _write_if_changed(build_dir / "build.ninja", _runtime_ninja(with_cuda, lib))
+        _run_ninja(build_dir, "the kernforge-legacy runtime", verbose)
     if into is None:
         return build_dir / lib
     Path(into).mkdir(parents=True, exist_ok=True)
@@ -1122,8 +1124,6 @@ class Extension:
         target = self.target_dir(Path(base_path) if base_path else None)
         ns = self.namespace(target)
         build_dir = _build_root() / ns
-        build_dir.mkdir(parents=True, exist_ok=True)
-        _write_if_changed(build_dir / "ops.cpp", self._ops_source(ns))
         so = f"_{self.module_name}.so"
         if runtime is None:
             runtime = runtime_library(self.with_cuda)
@@ -1131,15 +1131,17 @@ class Extension:
         else:  # one that travels with the module (in the same wheel)
             runtime = Path(runtime).resolve()
             rpath = "$ORIGIN/" + os.path.relpath(runtime.parent, target.resolve())
-        _write_if_changed(build_dir / "build.ninja", self._ninja(build_dir, so, runtime, rpath))
-        try:
-            _run_ninja(build_dir, self.name, self.verbose)
-        except BuildError as e:
-            self._build_again(str(e), build_dir, so, runtime, rpath)
-        self._write_package(target, ns, so, Path(base_path or self.base_path))
-        tmp = target / f".{so}.tmp"
-        shutil.copyfile(build_dir / so, tmp)
-        os.replace(tmp, target / so)  # a copy already loaded in this process keeps its file
+        with _exclusive(build_dir):
+            _write_if_changed(build_dir / "ops.cpp", self._ops_source(ns))
+            _write_if_changed(build_dir / "build.ninja", self._ninja(build_dir, so, runtime, rpath))
+            try:
+                _run_ninja(build_dir, self.name, self.verbose)
+            except BuildError as e:
+                self._build_again(str(e), build_dir, so, runtime, rpath)
+            self._write_package(target, ns, so, Path(base_path or self.base_path))
+            tmp = target / f".{so}.tmp"
+            shutil.copyfile(build_dir / so, tmp)
+            os.replace(tmp, target / so)  # a copy already loaded in this process keeps its file
         return target
 
     def _check_inputs_exist(self) -> None:
@@ -1424,20 +1426,21 @@ class Extension:
         It writes the generated op source and the package's ``__init__.py``
         files now, as the old ``create_extension`` wrote its wrapper, and the
         setuptools module is ``<package of the build script>.<name>._<name>``.
-        Sources are C and C++, compiled with the compiler's default standard
-        (C++17 from gcc 11); CUDA code comes in as ``extra_objects`` built by
-        nvcc (a 2017 ``make.sh``), or as ``.cu`` sources when
-        ``extra_compile_args`` is torch.utils.cpp_extension's dict
-        (``{"cxx": [...], "nvcc": [...]}``, as 2018 ``setup.py`` files gave it
-        with that module's ``BuildExtension`` as ``build_ext``, which compiles
-        them): then the Extension's flags are such a dict, and the C++ sources
-        compile as C++17. A ``.cu`` source with a list raises ValueError.
+        Sources are C and C++, compiled with the extension's own
+        ``extra_compile_args`` as given (``-std=c++11``, as 2017 scripts gave,
+        stays; without one, the compiler's default standard); CUDA code comes
+        in as ``extra_objects`` built by nvcc (a 2017 ``make.sh``), or as
+        ``.cu`` sources when ``extra_compile_args`` is torch.utils.cpp_extension's
+        dict (``{"cxx": [...], "nvcc": [...]}``, as 2018 ``setup.py`` files gave
+        it with that module's ``BuildExtension`` as ``build_ext``, which
+        compiles them): then the Extension's flags are such a dict. A ``.cu``
+        source with a list raises ValueError.
 
-        setuptools compiles every source with one list of flags, the generated
-        op source too, which needs C++17: a C++ standard below it in
-        ``extra_compile_args`` (``-std=c++11``, as 2017 scripts gave) is left
-        out, with a warning; a C standard (``-std=c99``) stays, and g++ ignores
-        it for the C++ sources."""
+        setuptools compiles every source with one list of flags, but the
+        generated op source needs C++17 and the extension's own sources may
+        need their older standard (kenlm's dynamic exception specifications
+        in ctcdecode): so the op source is compiled now, apart, with ninja,
+        and setuptools links its object."""
         del tmpdir, verbose
         from setuptools import Extension as SetuptoolsExtension
 
@@ -1470,12 +1473,7 @@ class Extension:
         # now (ffi.build() finds them when its first link fails)
         self.links_openmp = self.links_openmp or _calls_openmp(self.extra_objects)
         flags = self._flags(runtime, str(runtime.parent))
-        own_args = _without_cxx_below_17(
-            self.extra_compile_args,
-            f"{self.name}: extra_compile_args",
-            "setuptools compiles the generated op source with the same flags, and it needs C++17",
-            stacklevel=4,
-        )
+        own_args = self.extra_compile_args  # as given: the op source is compiled apart (_ops_object)
         # setuptools gives C and C++ one list: the flags both languages take
         c_and_cxx = ["-fvisibility=hidden", *flags["defines"], *flags["includes"], *flags["c"], *flags["cxx"]]
         c_and_cxx += _cxx_as_in_2017(os.environ.get("CC", "cc"))
@@ -1492,7 +1490,8 @@ class Extension:
         # needs are found now too (ffi.build() finds them when its first link fails)
         units = self._units(build_dir)
         wrapped = self._with_inline_copies(self._inline_unprovided(units, flags), units, build_dir)
-        sources = [str(wrapped.get(i, u)) for i, u in enumerate(units)]
+        sources = [str(wrapped.get(i, u)) for i, u in enumerate(self.sources)]
+        ops = self._ops_object(build_dir, flags)
         link = flags["link"]
         if python_module:
             module = build_dir / "pymodule.cpp"
@@ -1503,12 +1502,26 @@ class Extension:
         return f"{prefix}{self.name}._{self.module_name}", {
             "sources": sources,
             "extra_compile_args": compile_args,
+            "extra_objects": [str(ops)],
             # setuptools puts extra_objects before its -l flags and these after
             # them: here too, the group ahead of the libraries
             "extra_link_args": [*self._grouped_extra_objects(), *link],
-            "depends": [*map(str, [*self.depends, *self.extra_objects, *(units[i] for i in wrapped)])],
+            "depends": [*map(str, [*self.depends, *self.extra_objects, *(units[i] for i in wrapped), ops])],
             "language": "c++",
         }
+
+    def _ops_object(self, build_dir: Path, flags: dict) -> Path:
+        """The generated op source compiled, for a setuptools build: with
+        ninja, in a folder of its own (ffi.build()'s build.ninja stays), and
+        again only when it or a header it includes changed."""
+        folder = build_dir / "setuptools"
+        own = _own_cxxflags(flags)
+        rules = _ninja_header(cxxflags=[], ldflags=[], nvccflags=[], with_cuda=False, own_cxxflags=own)
+        rules += [f"build ops.o: own_cxx {_esc(build_dir / 'ops.cpp')}", "default ops.o"]
+        with _exclusive(folder):
+            _write_if_changed(folder / "build.ninja", "\n".join(rules) + "\n")
+            _run_ninja(folder, self.name, verbose=False)
+        return folder / "ops.o"
 
     def _grouped_extra_objects(self) -> list[str]:
         """The extra objects as one linker group: static libraries then
@@ -1762,9 +1775,7 @@ class Extension:
         are compiled again by the other)."""
         flags = self._flags(runtime, rpath)
         wrapped = wrapped or {}
-        # the extension's own extra_compile_args are for its sources, not for the op
-        # wrappers (a -std=c99 there would be a C++ warning)
-        own_cxxflags = ["-std=c++17", *_COMMON_FLAGS, *flags["defines"], *flags["includes"], *flags["cxx"]]
+        own_cxxflags = _own_cxxflags(flags)
         cxx_as_in_2017 = _cxx_as_in_2017(os.environ.get("CXX", "c++"))
         rules = _ninja_header(
             cflags=self._cflags(flags),
@@ -2126,6 +2137,13 @@ def _torch_root() -> Path:
     return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
+def _own_cxxflags(flags: dict[str, list[str]]) -> list[str]:
+    """The generated op source's flags: C++17, for torch's stable ABI headers.
+    The extension's own extra_compile_args are for its sources, not for the
+    op wrappers (a -std=c99 or -std=c++11 there would break them)."""
+    return ["-std=c++17", *_COMMON_FLAGS, *flags["defines"], *flags["includes"], *flags["cxx"]]
+
+
 def _without_cxx_below_17(args: list[str], what: str, why: str, stacklevel: int) -> list[str]:
     """`args` less any C++ standard below 17, with a warning naming those left out."""
     kept = [a for a in args if not _CXX_BELOW_17.fullmatch(a)]
@@ -2169,6 +2187,18 @@ def _undefined_references(output: str) -> dict[str, set[str]]:
         if missing:
             calls.setdefault(missing.group(1), set()).add(caller)
     return calls
+
+
+@contextlib.contextmanager
+def _exclusive(build_dir: Path):
+    """`build_dir` (made if missing), held by this process alone while the
+    block writes its build file and runs ninja there: two processes building
+    at once (two pip builds, pytest-xdist's workers) share the runtime's
+    folder, and two ninjas in one folder link objects the other is writing."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with open(build_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _run_ninja(build_dir: Path, name: str, verbose: bool) -> None:
