@@ -19,11 +19,10 @@ from kernforge_legacy import ffi
 FIXTURE = Path(__file__).parent / "fixtures" / "thcunn" / "src"
 
 
-@pytest.mark.skipif(ffi._nvcc() is None, reason="needs nvcc (no GPU)")
-def test_the_module_compiles_for_every_float_type(tmp_path):
-    """Compiles only (sm_90, PTX), so that the headers are checked where there
-    is no GPU: cuBLAS's and cuSPARSE's headers, which THC.h includes, are
-    stubbed here."""
+def _ptx(tmp_path: Path, source: Path) -> str:
+    """`source` compiled to PTX for sm_90 (so that the headers are checked
+    where there is no GPU), with cuBLAS's and cuSPARSE's headers, which THC.h
+    includes, stubbed; the PTX's text."""
     (tmp_path / "cublas_v2.h").write_text(
         "typedef struct cublasContext *cublasHandle_t;\ntypedef int cublasStatus_t;\n"
     )
@@ -34,14 +33,35 @@ def test_the_module_compiles_for_every_float_type(tmp_path):
     ptx = tmp_path / "k.ptx"
     cmd = [ffi._nvcc(), "-ptx", "-arch=sm_90", "-DKERNFORGE_LEGACY_WITH_CUDA", "-o", str(ptx)]
     cmd += [f"-I{d}" for d in (inc, inc / "TH", inc / "THC", inc / "THCUNN", tmp_path, FIXTURE)]
-    done = subprocess.run([*cmd, str(FIXTURE / "thcunn_kernel.cu")], capture_output=True, text=True)
+    done = subprocess.run([*cmd, str(source)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    text = ptx.read_text()
+    return ptx.read_text()
+
+
+@pytest.mark.skipif(ffi._nvcc() is None, reason="needs nvcc (no GPU)")
+def test_the_module_compiles_for_every_float_type(tmp_path):
+    text = _ptx(tmp_path, FIXTURE / "thcunn_kernel.cu")
     # one instantiation per type: half (6__half), float, double
     kernels = set(re.findall(r"\.entry\s+(\w*PlaneStats_kernel\w*)", text))
     assert len(kernels) == 3 and any("__half" in k for k in kernels), kernels
     assert "shfl.sync.bfly" in text  # WARP_SHFL_XOR
     assert "atom.global.cas" in text and "atom.global.add.u64" in text  # narrow and 64-bit atomicAdd
+
+
+@pytest.mark.skipif(ffi._nvcc() is None, reason="needs nvcc (no GPU)")
+def test_thc_h_alone_names_the_shape_buffer_as_thc_did(tmp_path):
+    """GenRe-ShapeHD's kernels (2018) include only THC.h and copy THCUNN's
+    shape checks, which keep THCudaTensor_sizeDesc's result in a
+    THCDescBuff: THC's own THCTensor.h defined it, not THCUNN."""
+    source = tmp_path / "shape_check.cu"
+    source.write_text(
+        "#include <THC.h>\n"
+        "int described(THCState *state, THCudaTensor *t) {\n"
+        "  THCDescBuff s = THCudaTensor_sizeDesc(state, t);\n"
+        "  return sizeof(s.str) == THC_DESC_BUFF_LEN && s.str[0] == '[';\n"
+        "}\n"
+    )
+    _ptx(tmp_path, source)
 
 
 @pytest.fixture(scope="module")

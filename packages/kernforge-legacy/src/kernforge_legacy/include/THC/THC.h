@@ -159,6 +159,10 @@ void __THCudaCheckWarn(cudaError_t err, const char* file, int line);
  * THError) unless the tensors are all on the current device. */
 #define THCAssertSameGPU(expr) \
   if (!(expr)) THError("arguments are located on different GPUs")
+/* THCudaTensor_sizeDesc(state, t) returns TH's buffer, which THC's
+ * THCTensor.h named THCDescBuff (shape checks copied from THCUNN print it). */
+#define THC_DESC_BUFF_LEN TH_DESC_BUFF_LEN
+typedef THDescBuff THCDescBuff;
 #ifdef __cplusplus
 #define THC_API extern "C"
 #else

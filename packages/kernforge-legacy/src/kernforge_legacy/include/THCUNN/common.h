@@ -14,8 +14,6 @@
 
 #include "../THC/THC.h"
 
-typedef THDescBuff THCDescBuff;
-
 #define THCUNN_assertSameGPU(...)                                                     \
   THAssertMsg(THCTensor_(checkGPU)(__VA_ARGS__),                                      \
               "Some of weight/gradient/input tensors are located on different GPUs. " \
