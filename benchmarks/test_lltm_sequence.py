@@ -219,6 +219,47 @@ def test_lltm_sequence_stacked_bidirectional(benchmark, impl, size, mode):
     _timed(benchmark, step)
 
 
+# A float16 layer of S = 1024, as GNMT v2 (NVIDIA's DeepLearningExamples,
+# 1024 units, trained in float16 by default) runs its encoder's layers: B =
+# 128 sentences of T = 50 words. cuDNN's LSTM has a fast float16 path, and
+# kernforge's layer steps with a cuBLAS GEMM and a gate kernel per step at
+# this size, bound by the host: kernforge loses here (benchmarks/PERFORMANCE.md,
+# fifty-second session). A tracked row, with no target yet. (B, F, S, T).
+HALF_LARGE = [(128, 1024, 1024, 50)]
+
+
+@pytest.mark.skipif(DEVICE == "cpu", reason="a GPU benchmark: cuDNN's float16 LSTM")
+@pytest.mark.parametrize("mode", ["train", "infer"])
+@pytest.mark.parametrize("size", HALF_LARGE, ids=lambda s: f"{s[0]}x{s[1]}x{s[2]}xT{s[3]}")
+@pytest.mark.parametrize("impl", ["kernforge", "gru", "lstm"])
+def test_lltm_sequence_half_large(benchmark, impl, size, mode):
+    batch, features, state, steps = size
+    model = _model(impl, features, state, torch.float16)
+    gen = torch.Generator(device=DEVICE).manual_seed(0)
+    x = torch.randn(steps, batch, features, device=DEVICE, generator=gen).half()
+    if mode == "train":
+        x.requires_grad_()
+
+        def step():
+            model(x)[0].sum().backward()
+    else:
+
+        def step():
+            with torch.no_grad():
+                model(x)
+
+    n = batch * features * state * steps
+    _describe(
+        benchmark,
+        f"lltm_sequence_half_large_{mode}",
+        impl,
+        torch.float16,
+        n,
+        f"{batch}x{features}x{state}xT{steps}",
+    )
+    _timed(benchmark, step)
+
+
 # Text generated one token at a time: B = 1, T = 1, 2 layers of S = F,
 # the state carried from call to call, under no_grad; the median is per
 # token, over 100 tokens back to back. A token costs tens of microseconds of
