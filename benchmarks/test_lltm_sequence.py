@@ -179,6 +179,20 @@ def test_lltm_sequence_packed(benchmark, impl, case):
     _timed(benchmark, step)
 
 
+def _padded_step(model, x, mode):
+    """The timed step on a padded batch: forward and backward of output.sum()
+    (x needing its gradient) in training, else the forward under no_grad."""
+    if mode == "train":
+        x.requires_grad_()
+        return lambda: model(x)[0].sum().backward()
+
+    def infer():
+        with torch.no_grad():
+            model(x)
+
+    return infer
+
+
 # A stacked bidirectional layer on a padded batch, as a sentiment classifier
 # runs it: d2l's "Sentiment Analysis: Using Recurrent Neural Networks" (2
 # bidirectional layers of S = 100 over 100-wide embeddings, B = 64, T = 500
@@ -196,17 +210,7 @@ def test_lltm_sequence_stacked_bidirectional(benchmark, impl, size, mode):
     model = _model(impl, features, state, torch.float32, num_layers=layers, bidirectional=True)
     gen = torch.Generator(device=DEVICE).manual_seed(0)
     x = torch.randn(steps, batch, features, device=DEVICE, generator=gen)
-    if mode == "train":
-        x.requires_grad_()
-
-        def step():
-            model(x)[0].sum().backward()
-    else:
-
-        def step():
-            with torch.no_grad():
-                model(x)
-
+    step = _padded_step(model, x, mode)
     n = batch * features * state * steps * layers * 2
     _describe(
         benchmark,
@@ -237,17 +241,7 @@ def test_lltm_sequence_half_large(benchmark, impl, size, mode):
     model = _model(impl, features, state, torch.float16)
     gen = torch.Generator(device=DEVICE).manual_seed(0)
     x = torch.randn(steps, batch, features, device=DEVICE, generator=gen).half()
-    if mode == "train":
-        x.requires_grad_()
-
-        def step():
-            model(x)[0].sum().backward()
-    else:
-
-        def step():
-            with torch.no_grad():
-                model(x)
-
+    step = _padded_step(model, x, mode)
     n = batch * features * state * steps
     _describe(
         benchmark,
