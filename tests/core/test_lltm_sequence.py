@@ -62,10 +62,12 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # and B = 33; holding W_h (S = 128, 8 lanes), x four values a load: one load
 # a lane (F = 32), two (F = 64), or lanes left idle (F = 8). In half and
 # bfloat16 the grid's forward multiplies on tensor cores where it fits: its
-# batch rows in one tile of 8 (S = 256 at B = 12, 112, 521, 1024 at B = 16
-# and 32, 648 at B = 8, an S not a multiple of 16, and odd), one to a block
-# (B = 1, S = 650), four tiles (B = 256, S = 128 at three steps); at
-# (3, 64, 5, 1024) it does not fit, and the FMA product runs.
+# batch rows in one tile of 8 (S = 256 at B = 12, 112, 521, 1024 at B = 16,
+# 648 at B = 8, an S not a multiple of 16, and odd), one to a block (B = 1,
+# S = 650), four tiles (B = 256, S = 128 at three steps), eight (B = 128,
+# S = 1024); each warp's values of K in chunks of 4 tiles of 16 where its
+# share is larger (S = 1024 at B = 32, 64 and 128; S = 1000 at B = 48, whose
+# last chunk is short).
 # In float, in three TF32 products, where it fits with 8 rows a block or
 # more and the grid does not multiply x itself: 112, 300 (three tiles), 521
 # at B = 16, B = 256 at S = 128 and B = 100 at S = 64 (three steps); not
@@ -93,6 +95,8 @@ SIZES = [
     (3, 64, 5, 1024),
     (3, 32, 5, 1024),
     (3, 16, 5, 1024),
+    (3, 128, 5, 1024),
+    (3, 48, 5, 1000),
     (3, 256, 6, 128),
     (5, 256, 6, 128),
     (7, 100, 5, 64),

@@ -379,8 +379,12 @@ __device__ inline void row_product(const float* ws, const float* vr, int K, int 
 // packed bfloat16 forward's kernel took 736 us for 99 steps, 565 us on
 // tensor cores.)
 constexpr int kMmaMaxTiles = 8;     // tiles of 16 of W's rows (4 accumulators each a thread)
-constexpr int kMmaMaxOperands = 4;  // tiles of 16 values of K x 8 rows of h a warp
-constexpr int kMmaMaxRowTiles = 4;  // tiles of 8 batch rows
+constexpr int kMmaMaxOperands = 4;  // tiles of 16 values of K x 8 rows of h a warp at once
+// Tiles of 8 batch rows: 16-bit, whose warps take their values of K in
+// chunks of kMmaMaxOperands tiles (a warp's share of K has no bound); float,
+// whose warps hold all theirs at once (at most kMmaMaxOperands tiles).
+constexpr int kMmaMaxRowTiles = 8;
+constexpr int kMmaMaxRowTilesFloat = 4;
 
 __host__ __device__ inline int mma_rows(const Plan& p) {
   return (3 * p.units + 15) / 16 * 16;
@@ -512,29 +516,41 @@ __device__ inline void load_forward_weights_mma(scalar_t* ws, const scalar_t* W,
 
 // acc[m] += tile m of 16 of ws's rows times the warp's 8 rows of h (lane's
 // row `row`, zeros where not `live`), over the warp's kn tiles of 16 values
-// of K from tile k0: 16-bit, as stored.
+// of K from tile k0: 16-bit, as stored. The tiles go in chunks of
+// kMmaMaxOperands, each chunk's values of h loaded while the chunk before
+// multiplies (a large S at a batch of 32 or more: on an H200 at (128, 1024)
+// each warp takes 32 tiles).
 template <class scalar_t>
 __device__ inline void mma_accumulate(float (&acc)[kMmaMaxTiles][4], const scalar_t* ws,
                                       const scalar_t* row, bool live, int S, int k0, int kn,
                                       const Plan& p) {
   const int tig = static_cast<int>(threadIdx.x) % 4, Mp = mma_rows(p);
   const bool pairs = S % 2 == 0 && reinterpret_cast<uintptr_t>(row) % 4 == 0;
-  uint32_t b[kMmaMaxOperands][2];
+  uint32_t next[kMmaMaxOperands][2];
+  const auto load = [&](int c) {  // the chunk of tiles from c
 #pragma unroll
-  for (int s = 0; s < kMmaMaxOperands; ++s) {
-    const int k = (k0 + s) * 16 + 2 * tig;
-    b[s][0] = live && s < kn ? load_pair_l2(row, k, S, pairs) : 0u;
-    b[s][1] = live && s < kn ? load_pair_l2(row, k + 8, S, pairs) : 0u;
-  }
+    for (int s = 0; s < kMmaMaxOperands; ++s) {
+      const int k = (k0 + c + s) * 16 + 2 * tig;
+      next[s][0] = live && c + s < kn ? load_pair_l2(row, k, S, pairs) : 0u;
+      next[s][1] = live && c + s < kn ? load_pair_l2(row, k + 8, S, pairs) : 0u;
+    }
+  };
+  load(0);
+  for (int c = 0; c < kn; c += kMmaMaxOperands) {
+    uint32_t b[kMmaMaxOperands][2];
 #pragma unroll
-  for (int s = 0; s < kMmaMaxOperands; ++s) {
-    if (s >= kn) break;
+    for (int s = 0; s < kMmaMaxOperands; ++s) b[s][0] = next[s][0], b[s][1] = next[s][1];
+    if (c + kMmaMaxOperands < kn) load(c + kMmaMaxOperands);
 #pragma unroll
-    for (int m = 0; m < kMmaMaxTiles; ++m) {
-      if (m * 16 >= Mp) break;
-      uint32_t a[4];
-      load_tile(a, ws + m * 16 * p.kp + (k0 + s) * 16, p.kp);
-      mma_tile<scalar_t>(acc[m], a, b[s]);
+    for (int s = 0; s < kMmaMaxOperands; ++s) {
+      if (c + s >= kn) break;
+#pragma unroll
+      for (int m = 0; m < kMmaMaxTiles; ++m) {
+        if (m * 16 >= Mp) break;
+        uint32_t a[4];
+        load_tile(a, ws + m * 16 * p.kp + (k0 + c + s) * 16, p.kp);
+        mma_tile<scalar_t>(acc[m], a, b[s]);
+      }
     }
   }
 }
@@ -1123,8 +1139,8 @@ inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_
 // in two TF32 slices), or blocks = 0: the batch in groups as in plan, the
 // first count of groups whose block fits its W slice, the warps' partial
 // sums and (fixed length) its cells, with at most kMmaMaxRowTiles tiles of
-// 8 batch rows, kMmaMaxTiles tiles of W's rows and kMmaMaxOperands tiles
-// of h a warp.
+// 8 batch rows (float: kMmaMaxRowTilesFloat) and kMmaMaxTiles tiles of W's
+// rows, and in float kMmaMaxOperands tiles of h a warp.
 inline Plan mma_plan(int64_t batch, int64_t S, int32_t device, int bytes) {
   const int64_t sms = cuda::sm_count(device), limit = max_shared_bytes(device) / 4;
   for (int64_t groups = 8; groups >= 1; groups /= 2) {
@@ -1140,8 +1156,10 @@ inline Plan mma_plan(int64_t batch, int64_t S, int32_t device, int bytes) {
     const int row_tiles = p.stride / 8;
     // (float: a block of fewer rows than a tile's 8 waits on its three
     // dependent products; at (B, S) = (1, 650) the FMA product was 5% faster)
-    if (row_tiles > kMmaMaxRowTiles || mma_rows(p) / 16 > kMmaMaxTiles ||
-        (bytes == 4 && rows < 8) || mma_ksteps(static_cast<int>(S), row_tiles) > kMmaMaxOperands)
+    const bool fp32 = bytes == 4;
+    if (row_tiles > (fp32 ? kMmaMaxRowTilesFloat : kMmaMaxRowTiles) ||
+        mma_rows(p) / 16 > kMmaMaxTiles || (fp32 && rows < 8) ||
+        (fp32 && mma_ksteps(static_cast<int>(S), row_tiles) > kMmaMaxOperands))
       continue;
     // Rows 16 bytes apart on distinct banks (ldmatrix): kp * bytes an odd multiple of 16.
     p.kp = static_cast<int>((S + 15) / 16 * 16 + 16 / bytes);
