@@ -225,10 +225,11 @@ def test_lltm_sequence_stacked_bidirectional(benchmark, impl, size, mode):
 
 # A float16 layer of S = 1024, as GNMT v2 (NVIDIA's DeepLearningExamples,
 # 1024 units, trained in float16 by default) runs its encoder's layers: B =
-# 128 sentences of T = 50 words. cuDNN's LSTM has a fast float16 path, and
-# kernforge's layer steps with a cuBLAS GEMM and a gate kernel per step at
-# this size, bound by the host: kernforge loses here (benchmarks/PERFORMANCE.md,
-# fifty-second session). A tracked row, with no target yet. (B, F, S, T).
+# 128 sentences of T = 50 words. cuDNN's LSTM has a fast float16 path.
+# kernforge's forward here is one tensor-core grid kernel; its backward
+# steps with a cuBLAS GEMM and a gate kernel per step, bound by the host
+# (benchmarks/PERFORMANCE.md, fifty-second session). A tracked row, with no
+# target yet. (B, F, S, T).
 HALF_LARGE = [(128, 1024, 1024, 50)]
 
 
