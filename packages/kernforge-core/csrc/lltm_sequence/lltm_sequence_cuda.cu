@@ -119,7 +119,7 @@ struct CudaSequence {
   // make(plan, cluster) gives the kernel's arguments; the cluster forward
   // multiplies x itself where `features` is not 0 and it fits, the grid
   // where `grid_features` is not 0 and it fits. With `mma` (W's element
-  // size) the grid forward multiplies on tensor cores where it fits (mma_plan).
+  // size) the grid multiplies on tensor cores where cuda_seq::plan says so.
   // HeldKernel: the cluster kernel for a plan that holds W_h in registers
   // (plan.held), where its clusters are as large as ClusterKernel's.
   template <auto ClusterKernel, auto GridKernel, auto HeldKernel = ClusterKernel, class Make>
@@ -329,9 +329,13 @@ struct CudaSequence {
                 static_cast<int>(r.state),
                 plan};
           };
-          const Ran kind = run<cuda_seq::cluster_backward_kernel<scalar_t, P>,
-                               cuda_seq::backward_kernel<scalar_t, P>>(make, r.batch, r.state, true,
-                                                                       r.device, 0, 0, true, true);
+          // 16-bit: tensor cores where the kernel was built for compute
+          // capability 8.0 or up (the grid's plan, where its FMA product's does not fit)
+          constexpr auto grid = cuda_seq::backward_kernel<scalar_t, P>;
+          const int mma =
+              sizeof(scalar_t) == 2 && cuda::binary_version<grid>(r.device) >= 80 ? 2 : 0;
+          const Ran kind = run<cuda_seq::cluster_backward_kernel<scalar_t, P>, grid>(
+              make, r.batch, r.state, true, r.device, 0, 0, true, true, mma);
           ran = SeqRan{kind != Ran::none, kind == Ran::cluster && r.d_b != nullptr};
         });
       }

@@ -5,7 +5,8 @@
 // tensor-core product takes it) for the whole sequence; per step it reads
 // its rows of the previous h (or d_gates) from L2 (the backward's float
 // rows in one bulk copy, with no thread's work), computes its units' part
-// of the recurrent product (the forward's on tensor cores, where it fits)
+// of the recurrent product (on tensor cores where it fits: the forward's,
+// and the 16-bit backward's where the FMA product's plan does not)
 // and their gate math, writes them, and the grid
 // synchronizes once (a cooperative launch keeps every block resident).
 // Splitting the batch over groups of blocks cuts what each block reads per
@@ -42,6 +43,12 @@ constexpr int kRows = 4;           // batch rows per thread in the recurrent pro
 constexpr int64_t kMaxBatch = 64;  // above it, the grid only in batch groups (see plan)
 // Above it, cuBLAS per step (the GEMM is large enough).
 constexpr int64_t kMaxGroupedBatch = 256;
+// Above it, the 16-bit backward steps where its FMA grid does not fit,
+// rather than take tensor cores (mma_plan): on an H200, one layer, fp16
+// training at T = 50, F = S, the tensor cores took (B, S) = (32, 1024) from
+// 3218 to 1243 us, (64, 1024) 3571 to 1675, (128, 1024) 2950 to 2622, but
+// in bf16 at (B, F, S) = (256, 512, 1024), T = 32, 3144 to 3360.
+constexpr int64_t kMaxMmaBackwardBatch = 128;
 // The most values of K one thread multiplies a step (K over the lanes that
 // share an item). Above it the step is one thread's long serial sum, and
 // cuBLAS per step is faster: on an H200 at B = 64, T = 72, float, the grid's
@@ -159,7 +166,8 @@ struct Plan {
   int ws = 0;              // floats of the W slice, a multiple of 4 (float4 alignment after it)
   int features = 0;        // forward: F where it multiplies x by W_x itself (0: P is given)
   int threads = kThreads;  // block size (the cluster forward may launch fewer)
-  bool mma = false;        // the grid forward's product on tensor cores (mma_plan)
+  bool mma = false;        // the grid's product on tensor cores (mma_plan)
+  int mrows = 0;           // mma: the W slice's rows (3J forward, J backward), padded to 16
   bool held = false;       // the cluster forward: W_h in registers (cluster_plan, kHeld)
   size_t smem = 0;         // bytes
 };
@@ -358,14 +366,16 @@ __device__ inline void row_product(const float* ws, const float* vr, int K, int 
   reduce_lanes<1>(p, acc);
 }
 
-// The grid forward's recurrent product on tensor cores (plan.mma: compute
+// The grid's recurrent product on tensor cores (plan.mma: compute
 // capability 8.0 and up; mma_plan). The block keeps its W slice in shared
-// memory ([Mp][kp]: its 3J rows padded with zero rows to Mp, a multiple of
-// 16, and K with zeros to one of 16), and each warp reads the rows of
-// h_{t-1} it multiplies from L2 straight into its operands: no staging and
-// no barrier before the product. With the batch rows in NT tiles of 8,
+// memory ([Mp][kp]: its 3J rows of W_h forward, or its J columns of W_h
+// transposed backward (16-bit only), padded with zero rows to Mp, a
+// multiple of 16, and K (S forward, 3S backward) with zeros to one of 16),
+// and each warp reads the rows of h_{t-1} (backward: d_gates_t) it
+// multiplies from L2 straight into its operands: no staging and no barrier
+// before the product. With the batch rows in NT tiles of 8,
 // warp w takes tile w % NT and the values of K [16 q ks, 16 (q + 1) ks),
-// q = w / NT, of every tile of 16 of the 3J rows, and leaves its partial
+// q = w / NT, of every tile of 16 of the Mp rows, and leaves its partial
 // sums in part[q][8 NT][Mp + 4] (batch rows, then W's rows), which the
 // gate pass adds up. Half and bfloat16 multiply as stored (m16n8k16).
 // Float multiplies in three TF32 products (m16n8k8), a b = a_hi b_hi +
@@ -387,22 +397,23 @@ constexpr int kMmaMaxRowTiles = 8;
 constexpr int kMmaMaxRowTilesFloat = 4;
 
 __host__ __device__ inline int mma_rows(const Plan& p) {
-  return (3 * p.units + 15) / 16 * 16;
+  return p.mrows;
 }
 
 // The values of K a warp multiplies (in steps of 16), and the warps (of one
-// row tile) that have any, with `row_tiles` tiles of batch rows.
-__host__ __device__ inline int mma_ksteps(int S, int row_tiles) {
-  const int steps = (S + 15) / 16, groups = kThreads / 32 / row_tiles;
+// row tile) that have any, with `row_tiles` tiles of batch rows (K = S
+// forward, 3S backward).
+__host__ __device__ inline int mma_ksteps(int K, int row_tiles) {
+  const int steps = (K + 15) / 16, groups = kThreads / 32 / row_tiles;
   return (steps + groups - 1) / groups;
 }
-__host__ __device__ inline int mma_splits(int S, int row_tiles) {
-  return ((S + 15) / 16 + mma_ksteps(S, row_tiles) - 1) / mma_ksteps(S, row_tiles);
+__host__ __device__ inline int mma_splits(int K, int row_tiles) {
+  return ((K + 15) / 16 + mma_ksteps(K, row_tiles) - 1) / mma_ksteps(K, row_tiles);
 }
 
 // Floats of the warps' partial sums.
-__host__ __device__ inline int64_t mma_partials(const Plan& p, int S) {
-  return static_cast<int64_t>(mma_splits(S, p.stride / 8)) * p.stride * (mma_rows(p) + 4);
+__host__ __device__ inline int64_t mma_partials(const Plan& p, int K) {
+  return static_cast<int64_t>(mma_splits(K, p.stride / 8)) * p.stride * (mma_rows(p) + 4);
 }
 
 // d += a b for one 16 x 8 tile over 16 values of K (a row-major, b as N x K).
@@ -593,19 +604,20 @@ __device__ inline void mma_accumulate(float (&acc)[kMmaMaxTiles][4], const float
 }
 
 // The warp's partial product of the block's W slice ws and the first `rows`
-// rows of h (S apart) into part (see above).
+// rows of v (h forward, d_gates backward: rows of K, K apart) into part
+// (see above).
 template <class scalar_t>
-__device__ inline void mma_product(const scalar_t* ws, float* part, const scalar_t* h, int S,
+__device__ inline void mma_product(const scalar_t* ws, float* part, const scalar_t* v, int K,
                                    int rows, const Plan& p) {
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
   const int gid = lane / 4, tig = lane % 4, Mp = mma_rows(p), ld = Mp + 4, NT = p.stride / 8;
-  const int n = warp % NT, q = warp / NT, ks = mma_ksteps(S, NT);
-  const int k0 = q * ks, kn = min(ks, (S + 15) / 16 - k0);
+  const int n = warp % NT, q = warp / NT, ks = mma_ksteps(K, NT);
+  const int k0 = q * ks, kn = min(ks, (K + 15) / 16 - k0);
   // (a tile of rows past this step's: nothing for the gate pass to read)
   if (q >= kThreads / 32 / NT || kn <= 0 || n * 8 >= rows) return;
   const int r = n * 8 + gid;
   float acc[kMmaMaxTiles][4] = {};
-  mma_accumulate(acc, ws, h + static_cast<int64_t>(r) * S, r < rows, S, k0, kn, p);
+  mma_accumulate(acc, ws, v + static_cast<int64_t>(r) * K, r < rows, K, k0, kn, p);
   // acc[m][0], [1]: W's row m 16 + gid, batch rows 2 tig and 2 tig + 1; [2], [3]: row + 8
   float* out = part + (q * p.stride + n * 8 + 2 * tig) * ld + gid;
 #pragma unroll
@@ -619,22 +631,24 @@ __device__ inline void mma_product(const scalar_t* ws, float* part, const scalar
   }
 }
 
-// The products of W's rows j, J + j and 2 J + j with h's row b: the
-// warps' partial sums, in four independent sums a row (one dependent sum
-// over 16 partials made the gate pass the longest part of a step).
-__device__ inline void mma_sums(const float* part, int j, int b, int S, const Plan& p,
-                                float (&out)[3]) {
+// The products of the slice's rows g J + j (g < G: 3 forward, 1 backward)
+// with row b of v: the warps' partial sums, in four independent sums a row
+// (one dependent sum over 16 partials made the gate pass the longest part
+// of a step).
+template <int G>
+__device__ inline void mma_sums(const float* part, int j, int b, int K, const Plan& p,
+                                float (&out)[G]) {
   constexpr int kWarps = kThreads / 32;
-  const int ld = mma_rows(p) + 4, splits = mma_splits(S, p.stride / 8);
+  const int ld = mma_rows(p) + 4, splits = mma_splits(K, p.stride / 8);
   const float* at = part + b * ld + j;
-  float v[3][4] = {};
+  float v[G][4] = {};
 #pragma unroll
   for (int q = 0; q < kWarps; ++q)
     if (q < splits)
 #pragma unroll
-      for (int g = 0; g < 3; ++g) v[g][q % 4] += at[q * p.stride * ld + g * p.units];
+      for (int g = 0; g < G; ++g) v[g][q % 4] += at[q * p.stride * ld + g * p.units];
 #pragma unroll
-  for (int g = 0; g < 3; ++g) out[g] = (v[g][0] + v[g][1]) + (v[g][2] + v[g][3]);
+  for (int g = 0; g < G; ++g) out[g] = (v[g][0] + v[g][1]) + (v[g][2] + v[g][3]);
 }
 
 // Packed (offsets given) and fixed-length sequences run separate
@@ -712,6 +726,18 @@ __device__ inline void load_backward_weights(float* ws, const scalar_t* W, int64
   for (int idx = threadIdx.x; idx < 3 * S * J; idx += blockDim.x) {
     const int g = idx / J, j = idx - g * J;
     ws[j * p.kp + g] = j < units ? static_cast<float>(W[g * ldw + j0 + j]) : 0.0f;
+  }
+}
+
+// ws[j kp + g] = W[g][j0 + j] (zeros in the padding): the backward's J
+// columns of W_h, transposed, as stored (16-bit, on tensor cores).
+template <class scalar_t>
+__device__ inline void load_backward_weights_mma(scalar_t* ws, const scalar_t* W, int64_t ldw,
+                                                 int S, int j0, int units, const Plan& p) {
+  const int J = mma_rows(p), K = (3 * S + 15) / 16 * 16;
+  for (int idx = threadIdx.x; idx < K * J; idx += blockDim.x) {
+    const int g = idx / J, j = idx - g * J;
+    ws[j * p.kp + g] = j < units && g < 3 * S ? W[g * ldw + j0 + j] : scalar_t(0);
   }
 }
 
@@ -935,7 +961,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
 #pragma unroll
         for (int g = 0; g < 3; ++g) q[g] = pre[(g * J + j) * PB + b];
       } else if (h) {
-        mma_sums(pre, j, b, S, p, q);
+        mma_sums<3>(pre, j, b, S, p, q);
       }
       const ForwardElement e =
           gate_forward<scalar_t>(in[0] + q[0], in[1] + q[1], in[2] + q[2], cell);
@@ -966,17 +992,26 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
   const int J = p.units, B = a.batch, S = a.S, RB = p.rows;
   const int j0 = blockIdx.x % p.unit_groups * J, units = min(J, S - j0);
   const int r0 = blockIdx.x / p.unit_groups * RB, R = min(RB, B - r0);
-  float* ws = reinterpret_cast<float*>(smem4);               // [J][kp]: W_h's columns, transposed
-  float* vt = ws + p.ws;                                     // [chunk][stride]
-  float* dh = vt + p.chunk * p.stride;                       // [J][RB]
-  float* dc = dh + J * RB;                                   // [J][RB]
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const bool mma = !std::is_same_v<scalar_t, float> && p.mma;
+#else
+  constexpr bool mma = false;  // (the host plans none for this code)
+#endif
+  float* ws = reinterpret_cast<float*>(smem4);  // [J][kp]: W_h's columns, transposed
+  float* vt = ws + p.ws;                        // [chunk][stride] (mma: the warps' partial sums)
+  float* dh = vt + (mma ? mma_partials(p, 3 * S) : p.chunk * p.stride);  // [J][RB]
+  float* dc = dh + J * RB;                                               // [J][RB]
   uint64_t* bar = reinterpret_cast<uint64_t*>(dc + J * RB);  // completes the bulk copies
+  auto* wm = reinterpret_cast<scalar_t*>(ws);                // (mma: load_backward_weights_mma's)
   // Float rows of d_gates, whole, 16-byte aligned: each step's R rows come
   // in one bulk copy, as they lie in memory (vt as [R][3S]); else staged
   // (converted and transposed by the threads, in chunks).
   const bool bulk = has_bulk_copy() && std::is_same_v<scalar_t, float> && p.chunk == 3 * S &&
                     S % 4 == 0 && p.kp % 4 == 0 && reinterpret_cast<uintptr_t>(a.d_gates) % 16 == 0;
-  load_backward_weights(ws, a.W, a.ldw, S, j0, units, p);
+  if (mma)
+    load_backward_weights_mma(wm, a.W, a.ldw, S, j0, units, p);
+  else
+    load_backward_weights(ws, a.W, a.ldw, S, j0, units, p);
   // Packed, step t runs on the block's rows below B_t (Rt of them), more
   // as t goes down: a row joins at its own last step, with grad_output and
   // grad_hn as its g and grad_cn as its cell's gradient.
@@ -1019,13 +1054,29 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
     if (t == 0 && !a.d_h0) break;
     if (owner && t > 0 && ob - r0 < Rp) step_saved(a, t - 1, ob, os, next);
     float go[kRows] = {};
-    if (lane == 0 && jt < units && t > 0)
+    if (!mma && lane == 0 && jt < units && t > 0)
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
         if (b0 + r < Rp) go[r] = step_grad_h(a, t - 1, r0 + b0 + r, j0 + jt, b0 + r >= Rt);
     grid.sync();
     float acc[1][kRows];
     const scalar_t* d_gates = a.d_gates + (step_row(a, t) + r0) * 3 * S;
+    if (mma) {
+      // g_{t-1} of the rows of step t - 1 (at t = 0: d_h0's, every row):
+      // the product for the rows of step t, grad_output (and grad_hn where
+      // it is the row's last step) for the others
+      if (Rt > 0) mma_product(wm, vt, d_gates, 3 * S, Rt, p);
+      __syncthreads();
+      const int rows = t > 0 ? Rp : R;
+      for (int idx = threadIdx.x; idx < units * rows; idx += blockDim.x) {
+        const int b = idx / units, j = idx - b * units;
+        float q[1] = {0.0f};
+        if (b < Rt) mma_sums<1>(vt, j, b, 3 * S, p, q);
+        dh[j * RB + b] = t > 0 ? q[0] + step_grad_h(a, t - 1, r0 + b, j0 + j, b >= Rt) : q[0];
+      }
+      Rt = Rp;
+      continue;
+    }
     if (bulk) {
       bulk_stage(vt, d_gates, 4u * Rt * 3 * S, bar, (a.T - 1 - t) & 1);
       row_product(ws, vt, 3 * S, Rt, p, it, acc);
@@ -1095,14 +1146,15 @@ __host__ __device__ inline int64_t state_floats(const Plan& p, bool backward) {
 // packed batch of 256 at S = 256 took 4.6 ms to train by cuBLAS per step,
 // its 50 steps bound by the launches.
 // With `mma` (W's element size: 2 or 4), the forward's product on tensor
-// cores where mma_plan fits.
-inline Plan mma_plan(int64_t batch, int64_t S, int32_t device, int bytes);
+// cores where mma_plan fits; the backward's (16-bit only, batches up to
+// kMaxMmaBackwardBatch) where the FMA product's plan does not.
+inline Plan mma_plan(int64_t batch, int64_t S, bool backward, int32_t device, int bytes);
 
 inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_t features = 0,
                  int mma = 0) {
   if (batch > kMaxGroupedBatch || S == 0 || batch == 0) return {};
   if (mma > 0 && !backward) {
-    const Plan p = mma_plan(batch, S, device, mma);
+    const Plan p = mma_plan(batch, S, false, device, mma);
     if (p.blocks > 0) return p;
   }
   const int64_t sms = cuda::sm_count(device);
@@ -1131,17 +1183,20 @@ inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_
     }
     if (F == 0) break;
   }
-  return {};
+  return backward && mma == 2 && batch <= kMaxMmaBackwardBatch
+             ? mma_plan(batch, S, true, device, mma)
+             : Plan{};
 }
 
-// The forward's plan with its product on tensor cores (compute capability
-// 8.0 and up; W's elements of `bytes` bytes: 2 half and bfloat16, 4 float
-// in two TF32 slices), or blocks = 0: the batch in groups as in plan, the
-// first count of groups whose block fits its W slice, the warps' partial
-// sums and (fixed length) its cells, with at most kMmaMaxRowTiles tiles of
-// 8 batch rows (float: kMmaMaxRowTilesFloat) and kMmaMaxTiles tiles of W's
+// The plan with the product on tensor cores (compute capability 8.0 and
+// up; W's elements of `bytes` bytes: 2 half and bfloat16, 4 float in two
+// TF32 slices, forward only), or blocks = 0: the batch in groups as in
+// plan, the first count of groups whose block fits its W slice, the warps'
+// partial sums and its state (forward, fixed length: its cells; backward:
+// the gradients of h and c), with at most kMmaMaxRowTiles tiles of 8 batch
+// rows (float: kMmaMaxRowTilesFloat) and kMmaMaxTiles tiles of the slice's
 // rows, and in float kMmaMaxOperands tiles of h a warp.
-inline Plan mma_plan(int64_t batch, int64_t S, int32_t device, int bytes) {
+inline Plan mma_plan(int64_t batch, int64_t S, bool backward, int32_t device, int bytes) {
   const int64_t sms = cuda::sm_count(device), limit = max_shared_bytes(device) / 4;
   for (int64_t groups = 8; groups >= 1; groups /= 2) {
     const int64_t rows =
@@ -1153,20 +1208,21 @@ inline Plan mma_plan(int64_t batch, int64_t S, int32_t device, int bytes) {
     p.rows = static_cast<int>(rows);
     p.lanes = 1;
     p.stride = static_cast<int>((rows + 7) / 8 * 8);  // batch rows of the partial sums
-    const int row_tiles = p.stride / 8;
+    p.mrows = ((backward ? 1 : 3) * p.units + 15) / 16 * 16;
+    const int row_tiles = p.stride / 8, K = static_cast<int>(backward ? 3 * S : S);
     // (float: a block of fewer rows than a tile's 8 waits on its three
     // dependent products; at (B, S) = (1, 650) the FMA product was 5% faster)
     const bool fp32 = bytes == 4;
-    if (row_tiles > (fp32 ? kMmaMaxRowTilesFloat : kMmaMaxRowTiles) ||
+    if ((fp32 && backward) || row_tiles > (fp32 ? kMmaMaxRowTilesFloat : kMmaMaxRowTiles) ||
         mma_rows(p) / 16 > kMmaMaxTiles || (fp32 && rows < 8) ||
-        (fp32 && mma_ksteps(static_cast<int>(S), row_tiles) > kMmaMaxOperands))
+        (fp32 && mma_ksteps(K, row_tiles) > kMmaMaxOperands))
       continue;
     // Rows 16 bytes apart on distinct banks (ldmatrix): kp * bytes an odd multiple of 16.
-    p.kp = static_cast<int>((S + 15) / 16 * 16 + 16 / bytes);
+    p.kp = (K + 15) / 16 * 16 + 16 / bytes;
     const int64_t values = static_cast<int64_t>(mma_rows(p)) * p.kp * (bytes == 4 ? 2 : 1);
     p.ws = static_cast<int>((values * bytes / 4 + 3) / 4 * 4);
-    const int64_t floats =
-        p.ws + mma_partials(p, static_cast<int>(S)) + static_cast<int64_t>(p.units) * p.rows;
+    const int64_t state = backward ? state_floats(p, true) : static_cast<int64_t>(p.units) * p.rows;
+    const int64_t floats = p.ws + mma_partials(p, K) + state;
     if (floats > limit) continue;
     p.unit_groups = static_cast<int>((S + p.units - 1) / p.units);
     p.blocks = p.unit_groups * static_cast<int>(groups);
