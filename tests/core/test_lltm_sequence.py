@@ -74,8 +74,9 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # at S = 256 with F = 4 or 648 with F = 40 (x multiplied in the grid at
 # three steps), B = 1, 521 at B = 64, 650 at B = 20 or 1024 (the FMA product).
 # The 16-bit backward on tensor cores where the FMA product's grid does not
-# fit: S = 1024 and 1000, and 521 at B = 64 (packed: 512 and 521 at B = 64
-# and 100, and 777 at B = 40, whose odd 3S loads d_gates a value at a time).
+# fit, up to B = 64: S = 1024 at B = 32 and 64, 1000 at B = 48, 521 at
+# B = 64 (packed: 512 and 521 at B = 64, and 777 at B = 40, whose odd 3S
+# loads d_gates a value at a time); B = 128 at S = 1024 steps.
 SIZES = [
     (1, 2, 3, 4),
     (5, 4, 0, 12),

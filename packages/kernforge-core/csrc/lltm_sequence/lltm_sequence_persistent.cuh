@@ -44,11 +44,13 @@ constexpr int64_t kMaxBatch = 64;  // above it, the grid only in batch groups (s
 // Above it, cuBLAS per step (the GEMM is large enough).
 constexpr int64_t kMaxGroupedBatch = 256;
 // Above it, the 16-bit backward steps where its FMA grid does not fit,
-// rather than take tensor cores (mma_plan): on an H200, one layer, fp16
-// training at T = 50, F = S, the tensor cores took (B, S) = (32, 1024) from
-// 3218 to 1243 us, (64, 1024) 3571 to 1675, (128, 1024) 2950 to 2622, but
-// in bf16 at (B, F, S) = (256, 512, 1024), T = 32, 3144 to 3360.
-constexpr int64_t kMaxMmaBackwardBatch = 128;
+// rather than take tensor cores (mma_plan). On an H200, one layer, fp16
+// training at T = 50, F = S, the tensor cores took (B, S) = (32, 1024)
+// from 3218 to 1243 us and (64, 1024) from 3571 to 1675; at (128, 1024)
+// their kernel runs about 22 us a step, where stepping costs the host
+// about 17 on a fast host (training took 1913 us stepping there, 2517
+// with the tensor cores on a slower one).
+constexpr int64_t kMaxMmaBackwardBatch = 64;
 // The most values of K one thread multiplies a step (K over the lanes that
 // share an item). Above it the step is one thread's long serial sum, and
 // cuBLAS per step is faster: on an H200 at B = 64, T = 72, float, the grid's
