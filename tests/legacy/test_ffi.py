@@ -725,7 +725,9 @@ def test_compiler_errors_surface_with_the_compilers_message(tmp_path, workdir):
     ext = _extension(
         tmp_path, "int f(THFloatTensor *x);", "#include <TH/TH.h>\nint f(THFloatTensor *x) { return y; }\n"
     )
-    with pytest.raises(ffi.BuildError, match=r"(?s)building f failed:.*f\.c.*error: .y. undeclared"):
+    # gcc's words, then clang's
+    undeclared = r"(.y. undeclared|use of undeclared identifier .y.)"
+    with pytest.raises(ffi.BuildError, match=rf"(?s)building f failed:.*f\.c.*error: {undeclared}"):
         ext.build()
 
 
@@ -2297,7 +2299,10 @@ def test_distutils_extension_keeps_the_extensions_cxx_standard(tmp_path, workdir
     dynamic exception specifications (``throw(E)``) C++17 refuses. setuptools
     compiles every source with that one list, so the generated op source,
     which needs C++17, is compiled apart: the list stays as given (no warning)
-    and such a source builds."""
+    and such a source builds. With g++, as ctcdecode was built: clang++
+    refuses a C++ source under -std=c99."""
+    monkeypatch.setenv("CC", "gcc")
+    monkeypatch.setenv("CXX", "g++")
     project = tmp_path / "project"
     build = (
         "from kernforge_legacy.ffi import create_extension\n"
@@ -2332,11 +2337,87 @@ def test_distutils_extension_keeps_the_extensions_cxx_standard(tmp_path, workdir
         warnings.simplefilter("error")
         ext = script.ffi.distutils_extension()
     assert ext.extra_compile_args[-3:] == ["-std=c++11", "-fPIC", "-std=c99"]
-    assert not any(s.endswith("ops.cpp") for s in ext.sources)
-    assert [Path(o).name for o in ext.extra_objects] == ["ops.o"] and Path(ext.extra_objects[0]).exists()
+    assert not any(s.endswith(("ops.cpp", "pymodule.cpp")) for s in ext.sources)
+    objects = [Path(o) for o in ext.extra_objects]
+    assert [o.name for o in objects] == ["ops.o", "pymodule.o"] and all(o.exists() for o in objects)
     _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], project)
     code = "import torch\nfrom pkg._b import count\nprint(count(torch.ones(2, 3), 2))"
     assert _run([sys.executable, "-c", code], project).strip().splitlines()[-1] == "12"
+
+
+def test_distutils_extension_of_c99_sources_builds_with_a_cxx_compiler_that_refuses_c99(
+    tmp_path, workdir, monkeypatch
+):
+    """2017 build scripts gave extra_compile_args=['-std=c99'] for their C
+    sources. setuptools gives every source of an Extension that list, and
+    the Python module kernforge generates is C++: g++ warns that -std=c99 is
+    not for C++, clang++ stops (`invalid argument '-std=c99' not allowed
+    with 'C++'`). So that module is compiled apart, with its own flags. Here
+    a stand-in for clang++ as CXX: g++ that refuses -std=c99."""
+    strict = tmp_path / "strict-cxx"
+    strict.write_text(
+        '#!/bin/bash\nfor a in "$@"; do if [ "$a" = -std=c99 ]; then\n'
+        "  echo \"error: invalid argument '-std=c99' not allowed with 'C++'\" >&2; exit 1\nfi; done\n"
+        'exec g++ "$@"\n'
+    )
+    strict.chmod(0o755)
+    monkeypatch.setenv("CXX", str(strict))
+    syntax = [str(strict), "-std=c99", "-x", "c++", "-fsyntax-only", "-"]
+    refused = subprocess.run(syntax, input="", text=True, capture_output=True)
+    assert refused.returncode != 0 and "not allowed with 'C++'" in refused.stderr
+    project = tmp_path / "project"
+    _write(
+        project,
+        {
+            "src/c.h": "int twice_sum(THFloatTensor *x);",
+            "src/c.c": "#include <TH/TH.h>\nint twice_sum(THFloatTensor *x) {\n"
+            "  float s = 0; float *p = THFloatTensor_data(x);\n"
+            "  for (long i = 0; i < THFloatTensor_nElement(x); i++) s += p[i];\n"
+            "  return (int)(2 * s);\n}\n",
+            "build.py": "from kernforge_legacy.ffi import create_extension\n"
+            "ffi = create_extension('pkg._c', package=True, headers=['src/c.h'], sources=['src/c.c'],\n"
+            "                       relative_to=__file__, extra_compile_args=['-std=c99'])\n",
+            "setup.py": "from setuptools import setup\nfrom build import ffi\n"
+            "setup(name='c', version='0.1', packages=['pkg', 'pkg._c'],\n"
+            "      ext_modules=[ffi.distutils_extension()])\n",
+            "pkg/__init__.py": "",
+        },
+    )
+    _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], project)
+    code = "import torch\nfrom pkg._c import twice_sum\nprint(twice_sum(torch.ones(2, 3)))"
+    assert _run([sys.executable, "-c", code], project).strip().splitlines()[-1] == "12"
+
+
+def test_distutils_extension_of_extra_objects_alone_builds(tmp_path, workdir, monkeypatch):
+    """An extension whose code all comes as extra_objects (a make.sh's) and
+    no source: setuptools wants one, so it compiles the generated Python
+    module's (elsewhere compiled apart)."""
+    project = tmp_path / "project"
+    _write(
+        project,
+        {
+            "src/d.h": "int thrice(int n);",
+            "src/d.c": "int thrice(int n) { return 3 * n; }\n",
+            "build.py": "from kernforge_legacy.ffi import create_extension\n"
+            "ffi = create_extension('pkg._d', package=True, headers=['src/d.h'], sources=[],\n"
+            "                       extra_objects=['src/d.o'], relative_to=__file__)\n",
+            "setup.py": "from setuptools import setup\nfrom build import ffi\n"
+            "setup(name='d', version='0.1', packages=['pkg', 'pkg._d'],\n"
+            "      ext_modules=[ffi.distutils_extension()])\n",
+            "pkg/__init__.py": "",
+        },
+    )
+    _run(["gcc", "-c", "-fPIC", "-o", "src/d.o", "src/d.c"], project)
+    monkeypatch.chdir(project)
+    spec = importlib.util.spec_from_file_location("fixture_d_build", project / "build.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    ext = script.ffi.distutils_extension()
+    assert [Path(s).name for s in ext.sources] == ["pymodule.cpp"]
+    assert [Path(o).name for o in ext.extra_objects] == ["ops.o"]
+    _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], project)
+    code = "from pkg._d import thrice\nprint(thrice(14))"
+    assert _run([sys.executable, "-c", code], project).strip().splitlines()[-1] == "42"
 
 
 def test_distutils_extension_refuses_cuda_sources(tmp_path):

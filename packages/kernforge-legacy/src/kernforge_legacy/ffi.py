@@ -42,6 +42,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import warnings
 from dataclasses import dataclass
@@ -1439,8 +1440,8 @@ class Extension:
         setuptools compiles every source with one list of flags, but the
         generated op source needs C++17 and the extension's own sources may
         need their older standard (kenlm's dynamic exception specifications
-        in ctcdecode): so the op source is compiled now, apart, with ninja,
-        and setuptools links its object."""
+        in ctcdecode): so the op source and the Python module's are compiled
+        now, apart, with ninja, and setuptools links their objects."""
         del tmpdir, verbose
         from setuptools import Extension as SetuptoolsExtension
 
@@ -1473,7 +1474,7 @@ class Extension:
         # now (ffi.build() finds them when its first link fails)
         self.links_openmp = self.links_openmp or _calls_openmp(self.extra_objects)
         flags = self._flags(runtime, str(runtime.parent))
-        own_args = self.extra_compile_args  # as given: the op source is compiled apart (_ops_object)
+        own_args = self.extra_compile_args  # as given: the generated sources are compiled apart
         # setuptools gives C and C++ one list: the flags both languages take
         c_and_cxx = ["-fvisibility=hidden", *flags["defines"], *flags["includes"], *flags["c"], *flags["cxx"]]
         c_and_cxx += _cxx_as_in_2017(os.environ.get("CC", "cc"))
@@ -1491,37 +1492,47 @@ class Extension:
         units = self._units(build_dir)
         wrapped = self._with_inline_copies(self._inline_unprovided(units, flags), units, build_dir)
         sources = [str(wrapped.get(i, u)) for i, u in enumerate(self.sources)]
-        ops = self._ops_object(build_dir, flags)
         link = flags["link"]
+        module = None
         if python_module:
             module = build_dir / "pymodule.cpp"
             _write_if_changed(module, self._python_module_source(ns, f"_{self.module_name}.so"))
-            sources.append(str(module))
+            if not sources:  # (setuptools wants one source: it takes the module's)
+                sources.append(str(module))
+                module = None
         else:
             link = [a for a in link if a != "-Wl,--no-undefined"]
+        objects = self._generated_objects(build_dir, flags, module)
+        inline_copies = [units[i] for i in wrapped]
         return f"{prefix}{self.name}._{self.module_name}", {
             "sources": sources,
             "extra_compile_args": compile_args,
-            "extra_objects": [str(ops)],
+            "extra_objects": [str(o) for o in objects],
             # setuptools puts extra_objects before its -l flags and these after
             # them: here too, the group ahead of the libraries
             "extra_link_args": [*self._grouped_extra_objects(), *link],
-            "depends": [*map(str, [*self.depends, *self.extra_objects, *(units[i] for i in wrapped), ops])],
+            "depends": [str(d) for d in [*self.depends, *self.extra_objects, *inline_copies, *objects]],
             "language": "c++",
         }
 
-    def _ops_object(self, build_dir: Path, flags: dict) -> Path:
-        """The generated op source compiled, for a setuptools build: with
-        ninja, in a folder of its own (ffi.build()'s build.ninja stays), and
-        again only when it or a header it includes changed."""
+    def _generated_objects(self, build_dir: Path, flags: dict, module: Path | None) -> list[Path]:
+        """The generated sources compiled, for a setuptools build: the op
+        source and, where given, the Python module's (`module`). setuptools
+        would compile them with the extension's own flags, for its C: a
+        -std=c99 there, which g++ ignores for C++, stops clang++. So ninja
+        compiles them with their own flags, in a folder of their own
+        (ffi.build()'s build.ninja stays), and again only when one or a
+        header it includes changed."""
         folder = build_dir / "setuptools"
-        own = _own_cxxflags(flags)
+        own = [*_own_cxxflags(flags), f"-I{sysconfig.get_paths()['include']}"]
         rules = _ninja_header(cxxflags=[], ldflags=[], nvccflags=[], with_cuda=False, own_cxxflags=own)
-        rules += [f"build ops.o: own_cxx {_esc(build_dir / 'ops.cpp')}", "default ops.o"]
+        sources = {"ops.o": build_dir / "ops.cpp", **({"pymodule.o": module} if module else {})}
+        rules += [f"build {o}: own_cxx {_esc(src)}" for o, src in sources.items()]
+        rules.append(f"default {' '.join(sources)}")
         with _exclusive(folder):
             _write_if_changed(folder / "build.ninja", "\n".join(rules) + "\n")
             _run_ninja(folder, self.name, verbose=False)
-        return folder / "ops.o"
+        return [folder / o for o in sources]
 
     def _grouped_extra_objects(self) -> list[str]:
         """The extra objects as one linker group: static libraries then
