@@ -65,18 +65,19 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # batch rows in one tile of 8 (S = 256 at B = 12, 112, 521, 1024 at B = 16,
 # 648 at B = 8, an S not a multiple of 16, and odd), one to a block (B = 1,
 # S = 650), four tiles (B = 256, S = 128 at three steps), eight (B = 128,
-# S = 1024); each warp's values of K in chunks of 4 tiles of 16 where its
-# share is larger (S = 1024 at B = 32, 64 and 128; S = 1000 at B = 48, whose
-# last chunk is short).
+# S = 1024); each warp's values of K in groups of 32, one 16-byte load a
+# lane where S is a multiple of 8 (a value at a time at 521, 650 and 777),
+# two groups in flight where its share is larger (S = 1024 at B = 32, 64
+# and 128; S = 1000 at B = 48, whose last group is half past S).
 # In float, in three TF32 products, where it fits with 8 rows a block or
 # more and the grid does not multiply x itself: 112, 300 (three tiles), 521
 # at B = 16, B = 256 at S = 128 and B = 100 at S = 64 (three steps); not
 # at S = 256 with F = 4 or 648 with F = 40 (x multiplied in the grid at
 # three steps), B = 1, 521 at B = 64, 650 at B = 20 or 1024 (the FMA product).
 # The 16-bit backward on tensor cores where the FMA product's grid does not
-# fit, up to B = 64: S = 1024 at B = 32 and 64, 1000 at B = 48, 521 at
-# B = 64 (packed: 512 and 521 at B = 64, and 777 at B = 40, whose odd 3S
-# loads d_gates a value at a time); B = 128 at S = 1024 steps.
+# fit, up to B = 128: S = 1024 at B = 32, 64 and 128, 1000 at B = 48, 521
+# at B = 64 (packed: 512 and 521 at B = 64, and 777 at B = 40, whose odd
+# 3S loads d_gates a value at a time).
 SIZES = [
     (1, 2, 3, 4),
     (5, 4, 0, 12),

@@ -45,12 +45,11 @@ constexpr int64_t kMaxBatch = 64;  // above it, the grid only in batch groups (s
 constexpr int64_t kMaxGroupedBatch = 256;
 // Above it, the 16-bit backward steps where its FMA grid does not fit,
 // rather than take tensor cores (mma_plan). On an H200, one layer, fp16
-// training at T = 50, F = S, the tensor cores took (B, S) = (32, 1024)
-// from 3218 to 1243 us and (64, 1024) from 3571 to 1675; at (128, 1024)
-// their kernel runs about 22 us a step, where stepping costs the host
-// about 17 on a fast host (training took 1913 us stepping there, 2517
-// with the tensor cores on a slower one).
-constexpr int64_t kMaxMmaBackwardBatch = 64;
+// training at T = 50, F = S: stepping, (B, S) = (128, 1024) took 2108 to
+// 2451 us, on tensor cores 1715 to 1739 (their product from one base
+// address a lane; before that, 22 us a step made 64 the cap); bfloat16
+// 2957 to 3022 against 1735 to 1742.
+constexpr int64_t kMaxMmaBackwardBatch = 128;
 // The most values of K one thread multiplies a step (K over the lanes that
 // share an item). Above it the step is one thread's long serial sum, and
 // cuBLAS per step is faster: on an H200 at B = 64, T = 72, float, the grid's
@@ -170,6 +169,7 @@ struct Plan {
   int threads = kThreads;  // block size (the cluster forward may launch fewer)
   bool mma = false;        // the grid's product on tensor cores (mma_plan)
   int mrows = 0;           // mma: the W slice's rows (3J forward, J backward), padded to 16
+  int grain = 1;           // mma: a warp's tiles of K come in multiples of it (mma_ksteps)
   bool held = false;       // the cluster forward: W_h in registers (cluster_plan, kHeld)
   size_t smem = 0;         // bytes
 };
@@ -370,31 +370,43 @@ __device__ inline void row_product(const float* ws, const float* vr, int K, int 
 
 // The grid's recurrent product on tensor cores (plan.mma: compute
 // capability 8.0 and up; mma_plan). The block keeps its W slice in shared
-// memory ([Mp][kp]: its 3J rows of W_h forward, or its J columns of W_h
-// transposed backward (16-bit only), padded with zero rows to Mp, a
-// multiple of 16, and K (S forward, 3S backward) with zeros to one of 16),
-// and each warp reads the rows of h_{t-1} (backward: d_gates_t) it
-// multiplies from L2 straight into its operands: no staging and no barrier
-// before the product. With the batch rows in NT tiles of 8,
-// warp w takes tile w % NT and the values of K [16 q ks, 16 (q + 1) ks),
-// q = w / NT, of every tile of 16 of the Mp rows, and leaves its partial
-// sums in part[q][8 NT][Mp + 4] (batch rows, then W's rows), which the
-// gate pass adds up. Half and bfloat16 multiply as stored (m16n8k16).
+// memory: its 3J rows of W_h forward, or its J columns of W_h transposed
+// backward (16-bit only), padded with zero rows to Mp = 16 Mt, and K (S
+// forward, 3S backward) with zeros to a whole number of tiles. Each warp
+// reads the rows of h_{t-1} (backward: d_gates_t) it multiplies from L2
+// straight into its operands: no staging and no barrier before the
+// product. With the batch rows in NT tiles of 8, warp w takes tile w % NT
+// and its share of K's tiles of 16 (mma_ksteps), and leaves its partial
+// sums in part[q][8 NT][Mp + 4] (q: its share; batch rows, then W's rows),
+// which the gate pass adds up.
+// Half and bfloat16 multiply as stored (m16n8k16), K in groups of 32 (two
+// tiles) so that a lane's values of h for a group are one 16-byte load
+// (mma_column), and the slice in tiles of 16 x 16 (mma_slice_index), each
+// at a fixed distance from the last: every ldmatrix of a step is a lane's
+// base address plus a constant. (At (B, S) = (128, 1024) float16, row tiles
+// kp values apart and loads of 4 bytes took about 50 instructions a warp
+// for each tile of K, the product's three HMMA among them.)
 // Float multiplies in three TF32 products (m16n8k8), a b = a_hi b_hi +
 // a_hi b_lo + a_lo b_hi, where a_hi is a rounded to TF32 and a_lo the
 // rest rounded again: about float's precision (the a_lo b_lo term left out
 // is 2^-22 of the product), where one TF32 product would keep 11 bits. Its
-// slice is two, W_hi then W_lo, each 16 values of K in the order
-// tf32_column gives, so that a lane's four values of h in a tile of 16
-// are one 16-byte load. (The FMA product of recurrent_product issued about
-// 1500 instructions a warp a step at (B, S) = (64, 512): on an H200 the
-// packed bfloat16 forward's kernel took 736 us for 99 steps, 565 us on
-// tensor cores.)
-constexpr int kMmaMaxTiles = 8;     // tiles of 16 of W's rows (4 accumulators each a thread)
-constexpr int kMmaMaxOperands = 4;  // tiles of 16 values of K x 8 rows of h a warp at once
+// slice is two, W_hi then W_lo, rows kp floats apart, each 16 values of K
+// in the order tf32_column gives, so that a lane's four values of h in a
+// tile of 16 are one 16-byte load. (The FMA product of recurrent_product
+// issued about 1500 instructions a warp a step at (B, S) = (64, 512): on an
+// H200 the packed bfloat16 forward's kernel took 736 us for 99 steps, 565
+// us on tensor cores.)
+constexpr int kMmaMaxTiles = 8;  // tiles of 16 of W's rows (4 accumulators each a thread)
+// The backward's: its slice, J rows of 3S, fits 227 KB of shared memory up
+// to 4 tiles (J <= 49 at S = 777, 8 groups of batch rows on 132 SMs).
+constexpr int kMmaMaxBackwardTiles = 4;
+constexpr int kMmaMaxOperands = 4;  // float: tiles of 16 values of K x 8 rows of h a warp
+// 16-bit: groups of 32 values of K whose loads of h are in flight at once
+// (a warp's share of K has no bound: at (128, 1024) each warp takes 16).
+constexpr int kMmaGroups = 2;
 // Tiles of 8 batch rows: 16-bit, whose warps take their values of K in
-// chunks of kMmaMaxOperands tiles (a warp's share of K has no bound); float,
-// whose warps hold all theirs at once (at most kMmaMaxOperands tiles).
+// chunks of kMmaGroups groups; float, whose warps hold all theirs at once
+// (at most kMmaMaxOperands tiles).
 constexpr int kMmaMaxRowTiles = 8;
 constexpr int kMmaMaxRowTilesFloat = 4;
 
@@ -402,20 +414,21 @@ __host__ __device__ inline int mma_rows(const Plan& p) {
   return p.mrows;
 }
 
-// The values of K a warp multiplies (in steps of 16), and the warps (of one
-// row tile) that have any, with `row_tiles` tiles of batch rows (K = S
-// forward, 3S backward).
-__host__ __device__ inline int mma_ksteps(int K, int row_tiles) {
-  const int steps = (K + 15) / 16, groups = kThreads / 32 / row_tiles;
-  return (steps + groups - 1) / groups;
+// The tiles of 16 values of K a warp multiplies, and the warps (of one row
+// tile) that have any, with `row_tiles` tiles of batch rows (K = S
+// forward, 3S backward); `grain` tiles at a time (16-bit: 2, a group).
+__host__ __device__ inline int mma_ksteps(int K, int row_tiles, int grain) {
+  const int steps = ((K + 15) / 16 + grain - 1) / grain, groups = kThreads / 32 / row_tiles;
+  return (steps + groups - 1) / groups * grain;
 }
-__host__ __device__ inline int mma_splits(int K, int row_tiles) {
-  return ((K + 15) / 16 + mma_ksteps(K, row_tiles) - 1) / mma_ksteps(K, row_tiles);
+__host__ __device__ inline int mma_splits(int K, int row_tiles, int grain) {
+  const int ks = mma_ksteps(K, row_tiles, grain);
+  return ((K + 15) / 16 + ks - 1) / ks;
 }
 
 // Floats of the warps' partial sums.
 __host__ __device__ inline int64_t mma_partials(const Plan& p, int K) {
-  return static_cast<int64_t>(mma_splits(K, p.stride / 8)) * p.stride * (mma_rows(p) + 4);
+  return static_cast<int64_t>(mma_splits(K, p.stride / 8, p.grain)) * p.stride * (mma_rows(p) + 4);
 }
 
 // d += a b for one 16 x 8 tile over 16 values of K (a row-major, b as N x K).
@@ -472,29 +485,79 @@ __host__ __device__ constexpr int tf32_column(int c) {
   return 4 * (c % 4) + c / 4;
 }
 
-// The A operand of a tile of 16 rows and 32 bytes of shared memory (16
-// values of 16 bits, or 8 floats: TF32's 16 x 8), rows `ld` values apart:
-// lane l gives the address of row l % 8 + (l & 8), byte (l / 16) * 16.
-template <class T>
-__device__ inline void load_tile(uint32_t (&a)[4], const T* tile, int ld) {
+// The A operand whose lane's row address is `address` (shared memory).
+__device__ inline void load_tile_at(uint32_t (&a)[4], uint32_t address) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  const T* at = tile + ((lane & 7) + (lane & 8)) * ld + (lane >> 4) * (16 / sizeof(T));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(shared_address(at)));
+               : "r"(address));
 #endif
 }
 
-// Values k and k + 1 of a 16-bit row of S (zeros past S) as one operand
-// word, the first in the low half; through L2. `pairs`: S even and the row
-// 4-byte aligned.
+// The A operand of a float tile of 16 rows and 32 bytes of shared memory
+// (TF32's 16 x 8), rows `ld` floats apart: lane l gives the address of row
+// l % 8 + (l & 8), byte (l / 16) * 16.
+__device__ inline void load_tile(uint32_t (&a)[4], const float* tile, int ld) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  load_tile_at(a, shared_address(tile + ((lane & 7) + (lane & 8)) * ld + (lane >> 4) * 4));
+#endif
+}
+
+// 16-bit slices: the value of K (within its group of 32) at column c of
+// the group's tile t (0 or 1). Lane l % 4 = i of an m16n8k16 product takes
+// columns 2i, 2i + 1, 2i + 8 and 2i + 9 of a tile; these hold the values
+// 8i + 4t to 8i + 4t + 3, so that the lane's values for both tiles of a
+// group are 8i to 8i + 7: one 16-byte load of h.
+__host__ __device__ constexpr int mma_column(int t, int c) {
+  return 8 * (c % 8 / 2) + 4 * t + 2 * (c / 8) + c % 2;
+}
+
+// 16-bit slices of Mp rows: the element of row `row` and column c of tile
+// kt of K. Tiles of 16 x 16 (512 bytes) lie K's tile by tile, each tile's
+// Mp rows in order, so that tile m of rows of K's tile kt is (kt Mp / 16 +
+// m) 512 bytes from the first. A row's two halves of 16 bytes trade places
+// in rows 4 to 7 of every 8, so that the 8 rows one ldmatrix reads lie on
+// distinct banks.
+__host__ __device__ constexpr int mma_slice_index(int row, int kt, int c, int Mp) {
+  return (kt * Mp + row) * 16 + ((c / 8) ^ (row / 4 % 2)) * 8 + c % 8;
+}
+
+// ws = the 16-bit slice of Mp rows and Kt (even) tiles of K whose value at
+// row `row` and value k of K is value(row, k) (zeros past K), 16 bytes a
+// store.
+template <class scalar_t, class Value>
+__device__ inline void load_slice_mma(scalar_t* ws, int Mp, int Kt, int K, const Value& value) {
+  for (int idx = threadIdx.x; idx < Kt * Mp * 2; idx += blockDim.x) {
+    const int half = idx % 2, row = idx / 2 % Mp, kt = idx / 2 / Mp;
+    uint32_t words[4];
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      uint32_t bits[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int k = kt / 2 * 32 + mma_column(kt % 2, half * 8 + 2 * w + e);
+        bits[e] = k < K ? static_cast<scalar_t>(value(row, k)).x : 0u;
+      }
+      words[w] = bits[0] | bits[1] << 16;
+    }
+    *reinterpret_cast<uint4*>(ws + mma_slice_index(row, kt, half * 8, Mp)) =
+        make_uint4(words[0], words[1], words[2], words[3]);
+  }
+}
+
+// Values k to k + 7 of a 16-bit row of K (zeros past K) as four operand
+// words, the first value of each in its low half; through L2. `vec`: K a
+// multiple of 8 and the row 16-byte aligned (k is one of 8).
 template <class T>
-__device__ inline uint32_t load_pair_l2(const T* row, int k, int S, bool pairs) {
+__device__ inline uint4 load8_l2(const T* row, int k, int K, bool vec) {
+  if (vec) return k < K ? __ldcg(reinterpret_cast<const uint4*>(row + k)) : uint4{};
   const auto* bits = reinterpret_cast<const unsigned short*>(row);
-  if (pairs) return k < S ? __ldcg(reinterpret_cast<const unsigned int*>(bits + k)) : 0u;
-  const uint32_t lo = k < S ? __ldcg(bits + k) : 0u, hi = k + 1 < S ? __ldcg(bits + k + 1) : 0u;
-  return lo | hi << 16;
+  const auto at = [&](int i) {
+    return k + i < K ? static_cast<uint32_t>(__ldcg(bits + k + i)) : 0u;
+  };
+  return make_uint4(at(0) | at(1) << 16, at(2) | at(3) << 16, at(4) | at(5) << 16,
+                    at(6) | at(7) << 16);
 }
 
 // Values k to k + 3 of a float row of S (zeros past S), through L2.
@@ -505,81 +568,89 @@ __device__ inline float4 load4_l2_upto(const float* row, int k, int S, bool quad
   return make_float4(at(0), at(1), at(2), at(3));
 }
 
-// ws[row kp + k] = W[g S + j0 + j][k] for row = g J + j (zeros in the
-// padding); float: W_hi then W_lo (Mp kp floats apart), K in tf32_column's order.
+// The forward's slice: row g J + j is W[g S + j0 + j] (zeros in the
+// padding). 16-bit: load_slice_mma's. Float: ws[row kp + k], W_hi then
+// W_lo (Mp kp floats apart), K in tf32_column's order.
 template <class scalar_t>
 __device__ inline void load_forward_weights_mma(scalar_t* ws, const scalar_t* W, int64_t ldw, int S,
                                                 int j0, int units, const Plan& p) {
-  constexpr bool kFloat = std::is_same_v<scalar_t, float>;
-  const int J = p.units, rows = mma_rows(p), K = (S + 15) / 16 * 16;
-  for (int idx = threadIdx.x; idx < rows * K; idx += blockDim.x) {
-    const int row = idx / K, c = idx - row * K, g = row / J, j = row - g * J;
-    const int k = kFloat ? c - c % 16 + tf32_column(c % 16) : c;
-    const scalar_t w = g < 3 && j < units && k < S ? W[(g * S + j0 + j) * ldw + k] : scalar_t(0);
-    if constexpr (kFloat) {
+  const int J = p.units, rows = mma_rows(p);
+  const auto value = [&](int row, int k) {
+    const int g = row / J, j = row - g * J;
+    return g < 3 && j < units && k < S ? W[(g * S + j0 + j) * ldw + k] : scalar_t(0);
+  };
+  if constexpr (!std::is_same_v<scalar_t, float>) {
+    load_slice_mma(ws, rows, p.kp / 16, S, value);
+  } else {
+    const int K = (S + 15) / 16 * 16;
+    for (int idx = threadIdx.x; idx < rows * K; idx += blockDim.x) {
+      const int row = idx / K, c = idx - row * K;
       uint32_t hi, lo;
-      tf32_split(w, hi, lo);
+      tf32_split(value(row, c - c % 16 + tf32_column(c % 16)), hi, lo);
       ws[row * p.kp + c] = __uint_as_float(hi);
       ws[(rows + row) * p.kp + c] = __uint_as_float(lo);
-    } else {
-      ws[row * p.kp + c] = w;
     }
   }
 }
 
-// acc[m] += tile m of 16 of ws's rows times the warp's 8 rows of h (lane's
-// row `row`, zeros where not `live`), over the warp's kn tiles of 16 values
-// of K from tile k0: 16-bit, as stored. The tiles go in chunks of
-// kMmaMaxOperands, each chunk's values of h loaded while the chunk before
-// multiplies (a large S at a batch of 32 or more: on an H200 at (128, 1024)
-// each warp takes 32 tiles).
-template <class scalar_t>
-__device__ inline void mma_accumulate(float (&acc)[kMmaMaxTiles][4], const scalar_t* ws,
-                                      const scalar_t* row, bool live, int S, int k0, int kn,
-                                      const Plan& p) {
-  const int tig = static_cast<int>(threadIdx.x) % 4, Mp = mma_rows(p);
-  const bool pairs = S % 2 == 0 && reinterpret_cast<uintptr_t>(row) % 4 == 0;
-  uint32_t next[kMmaMaxOperands][2];
-  const auto load = [&](int c) {  // the chunk of tiles from c
+// acc[m] += tile m of 16 of ws's rows times the warp's 8 rows of v (lane's
+// row `row` of K, zeros where not `live`), over the warp's kn tiles of 16
+// values of K from tile k0 (even): 16-bit, as stored, a group of two tiles
+// at a time. The groups go in chunks of kMmaGroups, each chunk's values of
+// v loaded while the chunk before multiplies.
+template <int Mt, class scalar_t>
+__device__ inline void mma_accumulate(float (&acc)[Mt][4], const scalar_t* ws, const scalar_t* row,
+                                      bool live, int K, int k0, int kn) {
+  constexpr int kTile = 512, kGroup = 2 * Mt * kTile;  // bytes
+  const int lane = static_cast<int>(threadIdx.x) % 32, tig = lane % 4;
+  const int r = (lane & 7) + (lane & 8), gn = (kn + 1) / 2;
+  const bool vec = K % 8 == 0 && reinterpret_cast<uintptr_t>(row) % 16 == 0;
+  // the lane's ldmatrix address in tile 0 of K's tile k0 (see mma_slice_index)
+  uint32_t at = shared_address(ws + mma_slice_index(r, k0, (lane >> 4) * 8, 16 * Mt));
+  const int k = k0 / 2 * 32 + 8 * tig;  // the lane's first value of v
+  uint4 next[kMmaGroups];
+  const auto load = [&](int c) {  // the chunk of groups from c
 #pragma unroll
-    for (int s = 0; s < kMmaMaxOperands; ++s) {
-      const int k = (k0 + c + s) * 16 + 2 * tig;
-      next[s][0] = live && c + s < kn ? load_pair_l2(row, k, S, pairs) : 0u;
-      next[s][1] = live && c + s < kn ? load_pair_l2(row, k + 8, S, pairs) : 0u;
-    }
+    for (int s = 0; s < kMmaGroups; ++s)
+      next[s] = live && c + s < gn ? load8_l2(row, k + (c + s) * 32, K, vec) : uint4{};
   };
   load(0);
-  for (int c = 0; c < kn; c += kMmaMaxOperands) {
-    uint32_t b[kMmaMaxOperands][2];
+  for (int c = 0; c < gn; c += kMmaGroups) {
+    uint4 b[kMmaGroups];
 #pragma unroll
-    for (int s = 0; s < kMmaMaxOperands; ++s) b[s][0] = next[s][0], b[s][1] = next[s][1];
-    if (c + kMmaMaxOperands < kn) load(c + kMmaMaxOperands);
+    for (int s = 0; s < kMmaGroups; ++s) b[s] = next[s];
+    if (c + kMmaGroups < gn) load(c + kMmaGroups);
 #pragma unroll
-    for (int s = 0; s < kMmaMaxOperands; ++s) {
-      if (c + s >= kn) break;
+    for (int s = 0; s < kMmaGroups; ++s) {
+      if (c + s >= gn) break;
+      const uint32_t bt[2][2] = {{b[s].x, b[s].y}, {b[s].z, b[s].w}};
 #pragma unroll
-      for (int m = 0; m < kMmaMaxTiles; ++m) {
-        if (m * 16 >= Mp) break;
-        uint32_t a[4];
-        load_tile(a, ws + m * 16 * p.kp + (k0 + c + s) * 16, p.kp);
-        mma_tile<scalar_t>(acc[m], a, b[s]);
-      }
+      for (int t = 0; t < 2; ++t)
+#pragma unroll
+        for (int m = 0; m < Mt; ++m) {
+          uint32_t a[4];
+          load_tile_at(a, at + s * kGroup + (t * Mt + m) * kTile);
+          mma_tile<scalar_t>(acc[m], a, bt[t]);
+        }
     }
+    at += kMmaGroups * kGroup;
   }
 }
 
 // The same in float: three TF32 products, the small terms first; the
-// lane's values 4 tig to 4 tig + 3 of each tile of 16 (tf32_column).
-__device__ inline void mma_accumulate(float (&acc)[kMmaMaxTiles][4], const float* ws,
-                                      const float* row, bool live, int S, int k0, int kn,
-                                      const Plan& p) {
-  const int tig = static_cast<int>(threadIdx.x) % 4, Mp = mma_rows(p);
+// lane's values 4 tig to 4 tig + 3 of each tile of 16 (tf32_column); the
+// first `tiles` of the Mt tiles of rows. (Compiled for each count of
+// tiles, as 16-bit, the float forward took 128 registers and spilled.)
+template <int Mt>
+__device__ inline void mma_accumulate(float (&acc)[Mt][4], const float* ws, const float* row,
+                                      bool live, int S, int k0, int kn, int tiles, const Plan& p) {
+  const int tig = static_cast<int>(threadIdx.x) % 4;
   const bool quads = S % 4 == 0 && reinterpret_cast<uintptr_t>(row) % 16 == 0;
   float4 v[kMmaMaxOperands];
 #pragma unroll
   for (int s = 0; s < kMmaMaxOperands; ++s)
     v[s] = live && s < kn ? load4_l2_upto(row, (k0 + s) * 16 + 4 * tig, S, quads) : float4{};
-  const float* lo = ws + Mp * p.kp;
+  const float* lo = ws + 16 * tiles * p.kp;
 #pragma unroll
   for (int s = 0; s < kMmaMaxOperands; ++s) {
     if (s >= kn) break;
@@ -589,8 +660,8 @@ __device__ inline void mma_accumulate(float (&acc)[kMmaMaxTiles][4], const float
     tf32_split(v[s].z, bh[2], bl[2]);
     tf32_split(v[s].w, bh[3], bl[3]);
 #pragma unroll
-    for (int m = 0; m < kMmaMaxTiles; ++m) {
-      if (m * 16 >= Mp) break;
+    for (int m = 0; m < Mt; ++m) {
+      if (m >= tiles) break;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int at = m * 16 * p.kp + (k0 + s) * 16 + half * 8;
@@ -605,31 +676,63 @@ __device__ inline void mma_accumulate(float (&acc)[kMmaMaxTiles][4], const float
   }
 }
 
-// The warp's partial product of the block's W slice ws and the first `rows`
-// rows of v (h forward, d_gates backward: rows of K, K apart) into part
-// (see above).
-template <class scalar_t>
-__device__ inline void mma_product(const scalar_t* ws, float* part, const scalar_t* v, int K,
-                                   int rows, const Plan& p) {
+// The warp's partial product of the block's W slice ws (its first `tiles`
+// of Mt tiles of 16 rows) and the first `rows` rows of v (h forward,
+// d_gates backward: rows of K, K apart) into part (see above).
+template <int Mt, class scalar_t>
+__device__ inline void mma_product_tiles(const scalar_t* ws, float* part, const scalar_t* v, int K,
+                                         int rows, int tiles, const Plan& p) {
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
-  const int gid = lane / 4, tig = lane % 4, Mp = mma_rows(p), ld = Mp + 4, NT = p.stride / 8;
-  const int n = warp % NT, q = warp / NT, ks = mma_ksteps(K, NT);
+  const int gid = lane / 4, tig = lane % 4, ld = 16 * tiles + 4, NT = p.stride / 8;
+  const int n = warp % NT, q = warp / NT, ks = mma_ksteps(K, NT, p.grain);
   const int k0 = q * ks, kn = min(ks, (K + 15) / 16 - k0);
   // (a tile of rows past this step's: nothing for the gate pass to read)
   if (q >= kThreads / 32 / NT || kn <= 0 || n * 8 >= rows) return;
   const int r = n * 8 + gid;
-  float acc[kMmaMaxTiles][4] = {};
-  mma_accumulate(acc, ws, v + static_cast<int64_t>(r) * K, r < rows, K, k0, kn, p);
+  float acc[Mt][4] = {};
+  const scalar_t* row = v + static_cast<int64_t>(r) * K;
+  if constexpr (std::is_same_v<scalar_t, float>)
+    mma_accumulate<Mt>(acc, ws, row, r < rows, K, k0, kn, tiles, p);
+  else
+    mma_accumulate<Mt>(acc, ws, row, r < rows, K, k0, kn);
   // acc[m][0], [1]: W's row m 16 + gid, batch rows 2 tig and 2 tig + 1; [2], [3]: row + 8
   float* out = part + (q * p.stride + n * 8 + 2 * tig) * ld + gid;
 #pragma unroll
-  for (int m = 0; m < kMmaMaxTiles; ++m) {
-    if (m * 16 >= Mp) break;
+  for (int m = 0; m < Mt; ++m) {
+    if (m >= tiles) break;
     float* at = out + m * 16;
     at[0] = acc[m][0];
     at[ld] = acc[m][1];
     at[8] = acc[m][2];
     at[ld + 8] = acc[m][3];
+  }
+}
+
+// The same for the plan's tiles of rows: 16-bit, each count of tiles up to
+// MaxTiles compiled apart (the loops unrolled, the tiles' addresses
+// constants); float, up to kMmaMaxTiles, the count read at run time.
+template <int MaxTiles, class scalar_t>
+__device__ inline void mma_product(const scalar_t* ws, float* part, const scalar_t* v, int K,
+                                   int rows, const Plan& p) {
+  static_assert(MaxTiles == 4 || MaxTiles == kMmaMaxTiles, "one case a count of tiles");
+  const int tiles = mma_rows(p) / 16;
+  if constexpr (std::is_same_v<scalar_t, float>) {
+    mma_product_tiles<kMmaMaxTiles>(ws, part, v, K, rows, tiles, p);
+  } else {
+    switch (tiles) {
+      case 1: return mma_product_tiles<1>(ws, part, v, K, rows, 1, p);
+      case 2: return mma_product_tiles<2>(ws, part, v, K, rows, 2, p);
+      case 3: return mma_product_tiles<3>(ws, part, v, K, rows, 3, p);
+      case 4: return mma_product_tiles<4>(ws, part, v, K, rows, 4, p);
+    }
+    if constexpr (MaxTiles > 4) {
+      switch (tiles) {
+        case 5: return mma_product_tiles<5>(ws, part, v, K, rows, 5, p);
+        case 6: return mma_product_tiles<6>(ws, part, v, K, rows, 6, p);
+        case 7: return mma_product_tiles<7>(ws, part, v, K, rows, 7, p);
+        default: return mma_product_tiles<8>(ws, part, v, K, rows, 8, p);
+      }
+    }
   }
 }
 
@@ -641,7 +744,7 @@ template <int G>
 __device__ inline void mma_sums(const float* part, int j, int b, int K, const Plan& p,
                                 float (&out)[G]) {
   constexpr int kWarps = kThreads / 32;
-  const int ld = mma_rows(p) + 4, splits = mma_splits(K, p.stride / 8);
+  const int ld = mma_rows(p) + 4, splits = mma_splits(K, p.stride / 8, p.grain);
   const float* at = part + b * ld + j;
   float v[G][4] = {};
 #pragma unroll
@@ -731,16 +834,14 @@ __device__ inline void load_backward_weights(float* ws, const scalar_t* W, int64
   }
 }
 
-// ws[j kp + g] = W[g][j0 + j] (zeros in the padding): the backward's J
-// columns of W_h, transposed, as stored (16-bit, on tensor cores).
+// The backward's slice (16-bit, on tensor cores; load_slice_mma's): row j
+// is W_h's column j0 + j, its values of K = 3S W[g][j0 + j].
 template <class scalar_t>
 __device__ inline void load_backward_weights_mma(scalar_t* ws, const scalar_t* W, int64_t ldw,
                                                  int S, int j0, int units, const Plan& p) {
-  const int J = mma_rows(p), K = (3 * S + 15) / 16 * 16;
-  for (int idx = threadIdx.x; idx < K * J; idx += blockDim.x) {
-    const int g = idx / J, j = idx - g * J;
-    ws[j * p.kp + g] = j < units && g < 3 * S ? W[g * ldw + j0 + j] : scalar_t(0);
-  }
+  if constexpr (!std::is_same_v<scalar_t, float>)  // (float steps or takes the FMA grid)
+    load_slice_mma(ws, mma_rows(p), p.kp / 16, 3 * S,
+                   [&](int j, int g) { return j < units ? W[g * ldw + j0 + j] : scalar_t(0); });
 }
 
 // The gate pass's input P_t + b of one element, as loaded: the sums are
@@ -930,7 +1031,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const ForwardArgs<sca
     // A null h0 is zeros: no product at step 0.
     const scalar_t* h = t == 0 ? a.h0 : a.output + step_row(a, t - 1) * S;
     if (mma) {
-      if (h && Rt > 0) mma_product(wm, pre, h + r0 * S, S, Rt, p);
+      if (h && Rt > 0) mma_product<kMmaMaxTiles>(wm, pre, h + r0 * S, S, Rt, p);
     } else {
       float acc[3][kRows];
       const scalar_t* x = F > 0 ? a.x + (step_row(a, t) + r0) * F : nullptr;
@@ -1067,7 +1168,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const BackwardArgs<s
       // g_{t-1} of the rows of step t - 1 (at t = 0: d_h0's, every row):
       // the product for the rows of step t, grad_output (and grad_hn where
       // it is the row's last step) for the others
-      if (Rt > 0) mma_product(wm, vt, d_gates, 3 * S, Rt, p);
+      if (Rt > 0) mma_product<kMmaMaxBackwardTiles>(wm, vt, d_gates, 3 * S, Rt, p);
       __syncthreads();
       const int rows = t > 0 ? Rp : R;
       for (int idx = threadIdx.x; idx < units * rows; idx += blockDim.x) {
@@ -1215,12 +1316,14 @@ inline Plan mma_plan(int64_t batch, int64_t S, bool backward, int32_t device, in
     // (float: a block of fewer rows than a tile's 8 waits on its three
     // dependent products; at (B, S) = (1, 650) the FMA product was 5% faster)
     const bool fp32 = bytes == 4;
+    p.grain = fp32 ? 1 : 2;
     if ((fp32 && backward) || row_tiles > (fp32 ? kMmaMaxRowTilesFloat : kMmaMaxRowTiles) ||
-        mma_rows(p) / 16 > kMmaMaxTiles || (fp32 && rows < 8) ||
-        (fp32 && mma_ksteps(K, row_tiles) > kMmaMaxOperands))
+        mma_rows(p) / 16 > (backward ? kMmaMaxBackwardTiles : kMmaMaxTiles) || (fp32 && rows < 8) ||
+        (fp32 && mma_ksteps(K, row_tiles, p.grain) > kMmaMaxOperands))
       continue;
-    // Rows 16 bytes apart on distinct banks (ldmatrix): kp * bytes an odd multiple of 16.
-    p.kp = (K + 15) / 16 * 16 + 16 / bytes;
+    // 16-bit: K in whole groups of 32 (mma_slice_index). Float: rows 16
+    // bytes apart on distinct banks (ldmatrix), kp * 4 an odd multiple of 16.
+    p.kp = fp32 ? (K + 15) / 16 * 16 + 4 : (K + 31) / 32 * 32;
     const int64_t values = static_cast<int64_t>(mma_rows(p)) * p.kp * (bytes == 4 ? 2 : 1);
     p.ws = static_cast<int>((values * bytes / 4 + 3) / 4 * 4);
     const int64_t state = backward ? state_floats(p, true) : static_cast<int64_t>(p.units) * p.rows;
