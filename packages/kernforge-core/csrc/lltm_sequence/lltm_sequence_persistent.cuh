@@ -397,8 +397,8 @@ __device__ inline void row_product(const float* ws, const float* vr, int K, int 
 // H200 the packed bfloat16 forward's kernel took 736 us for 99 steps, 565
 // us on tensor cores.)
 constexpr int kMmaMaxTiles = 8;  // tiles of 16 of W's rows (4 accumulators each a thread)
-// The backward's: its slice, J rows of 3S, fits 227 KB of shared memory up
-// to 4 tiles (J <= 49 at S = 777, 8 groups of batch rows on 132 SMs).
+// The backward's: its slice is J rows of 3S, and 5 tiles (J > 64, so S >
+// 1024 with 16 blocks a batch group on 132 SMs) would take 480 KB.
 constexpr int kMmaMaxBackwardTiles = 4;
 constexpr int kMmaMaxOperands = 4;  // float: tiles of 16 values of K x 8 rows of h a warp
 // 16-bit: groups of 32 values of K whose loads of h are in flight at once
