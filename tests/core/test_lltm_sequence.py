@@ -115,6 +115,9 @@ SIZES = [
     (1, 8, 40, 648),
     (1, 1, 7, 650),
     (1, 9, 16, 24),
+    # a token of a batch past it (a beam, a batched generation): the grid
+    # staging W's rows 16 bytes a load (S + F a multiple of 8)
+    (1, 40, 64, 512),
 ]
 
 

@@ -1,4 +1,5 @@
-// The current CUDA stream (through the stable C shim) and the device's attributes.
+// The current CUDA stream (through the stable C shim), the device's
+// attributes, and a vector of values for one load.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -73,5 +74,11 @@ int64_t resident_blocks(int threads, size_t smem, int32_t device) {
   }
   return static_cast<int64_t>(n) * sm_count(device);
 }
+
+// V consecutive values of T in one load (V T's aligned to V * sizeof(T)).
+template <int V, class T>
+struct alignas(V * sizeof(T)) Packet {
+  T v[V];
+};
 
 }  // namespace kernforge::cuda

@@ -385,7 +385,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t bytes = 16u * blocks * units * quads;
   init_exchange(bars, bytes, sends(T - 1) && ((T - 1) & 1) == 0 || sends(T - 2) && (T & 1) == 0,
                 sends(T - 1) && ((T - 1) & 1) == 1 || sends(T - 2) && (T & 1) == 1);
-  load_forward_weights(ws, a.W, a.ldw, S, S, j0, units, p);
+  load_forward_weights<2>(ws, a.W, a.ldw, S, S, j0, units, p);  // (4: spills at 64 registers)
   for (int idx = threadIdx.x; idx < 3 * J * RB; idx += blockDim.x) dl[idx] = 0.0f;
   // The thread's product items: unit s, rows [b0, b0 + 4), the block that
   // owns s, and where the item lands in that block's buffer.

@@ -35,12 +35,6 @@ struct TokenArgs : TokenBuffers<scalar_t> {
   int batch, S, F;
 };
 
-// V consecutive values of T in one load (V T's aligned to V * sizeof(T)).
-template <int V, class T>
-struct alignas(V * sizeof(T)) Packet {
-  T v[V];
-};
-
 // acc[g][b] += sum over this thread's packets of w_g[k] v_b[k], k < n (in
 // packets of V), for the rows g of W at w (rows `row` apart) and the batch
 // rows b of v (rows `ldv` apart). v is not __restrict__: in the layers'
@@ -49,7 +43,7 @@ struct alignas(V * sizeof(T)) Packet {
 template <int V, int B, class scalar_t, class acc_t>
 __device__ inline void token_product(const scalar_t* __restrict__ w, int64_t row, const scalar_t* v,
                                      int64_t ldv, int n, int batch, acc_t (&acc)[3][B]) {
-  using P = Packet<V, scalar_t>;
+  using P = cuda::Packet<V, scalar_t>;
 #pragma unroll 2
   for (int k = threadIdx.x; k < n; k += blockDim.x) {
     P wg[3];
