@@ -320,6 +320,31 @@ def test_inference_splits_a_batch_where_faster(size, splits):
         close(got, want, **TOL[torch.float32])
 
 
+# Past the persistent kernels' sizes (B = 300, S = 776) every dtype steps:
+# a GEMM and a gate kernel a step (in half and bfloat16 the GEMMs straight
+# through cuBLAS). Fixed length and packed (rows joining the backward as t
+# goes down); the forward with gradients, the inference op and the
+# backward against the float64 reference.
+@pytest.mark.sanitize
+@pytest.mark.parametrize("packed", [False, True], ids=["fixed", "packed"])
+@pytest.mark.parametrize(
+    "dtype", [torch.float16, torch.bfloat16, torch.float32], ids=lambda d: str(d).removeprefix("torch.")
+)
+@pytest.mark.parametrize("device", [pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_large_batches_equal_the_reference(device, dtype, packed):
+    gen = torch.Generator().manual_seed(65)
+    batch, state = 300, 776
+    if packed:
+        x, sizes, rest = _packed_inputs(batch, 8, state, 4, dtype, device, gen)
+        ins, kwargs = [x, *rest], {"batch_sizes": torch.tensor(sizes)}
+    else:
+        ins, kwargs = _inputs(4, batch, 8, state, dtype, device, gen), {}
+    tol = _sequence_tolerance(dtype, 4, batch)
+    if dtype == torch.float32:  # d_W sums 1200 rows
+        tol = {**tol, "atol": 4 * tol["atol"]}
+    _check_against_the_reference(ins, kwargs, tol, gen)
+
+
 @pytest.mark.parametrize("grad", [False, True])
 def test_no_grad_takes_the_inference_op(device, grad, monkeypatch):
     called = []
@@ -1550,7 +1575,8 @@ def test_bad_backward_input(device):
 # one row, at S = 300; 8 clusters of 28 rows at B = 200; 8 of 40 at B =
 # 300); the cooperative grid with its staged operand (S = 521), in batch
 # groups (B = 100), on tensor cores in every dtype (S = 512, the
-# benchmark's); cuBLAS per step (B = 600); no input features.
+# benchmark's); cuBLAS per step (B = 600); no input features. (Half and
+# bfloat16 one kernel a step: test_large_batches_step_one_kernel_a_step.)
 PACKED_SIZES = [
     (5, 3, 4), (16, 32, 128), (33, 20, 40), (64, 5, 64), (12, 4, 256), (33, 7, 300), (64, 6, 521),
     (100, 6, 521), (64, 6, 512), (40, 5, 777), (200, 6, 96), (300, 8, 64), (600, 4, 64), (6, 0, 12),
