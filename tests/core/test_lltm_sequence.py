@@ -1575,8 +1575,8 @@ def test_bad_backward_input(device):
 # one row, at S = 300; 8 clusters of 28 rows at B = 200; 8 of 40 at B =
 # 300); the cooperative grid with its staged operand (S = 521), in batch
 # groups (B = 100), on tensor cores in every dtype (S = 512, the
-# benchmark's); cuBLAS per step (B = 600); no input features. (Half and
-# bfloat16 one kernel a step: test_large_batches_step_one_kernel_a_step.)
+# benchmark's); cuBLAS per step (B = 600); no input features. (Past the
+# persistent kernels in half and bfloat16: test_large_batches_equal_the_reference.)
 PACKED_SIZES = [
     (5, 3, 4), (16, 32, 128), (33, 20, 40), (64, 5, 64), (12, 4, 256), (33, 7, 300), (64, 6, 521),
     (100, 6, 521), (64, 6, 512), (40, 5, 777), (200, 6, 96), (300, 8, 64), (600, 4, 64), (6, 0, 12),
