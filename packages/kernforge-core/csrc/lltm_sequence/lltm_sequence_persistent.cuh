@@ -48,7 +48,8 @@ constexpr int64_t kMaxGroupedBatch = 256;
 // training at T = 50, F = S: stepping, (B, S) = (128, 1024) took 2108 to
 // 2451 us, on tensor cores 1715 to 1739 (their product from one base
 // address a lane; before that, 22 us a step made 64 the cap); bfloat16
-// 2957 to 3022 against 1735 to 1742.
+// 2957 to 3022 against 1735 to 1742. At (256, 1024) bfloat16, T = 32, the
+// grid's backward took 798 us (25 a step), the steps' kernels 10.7 a step.
 constexpr int64_t kMaxMmaBackwardBatch = 128;
 // The most values of K one thread multiplies a step (K over the lanes that
 // share an item). Above it the step is one thread's long serial sum, and
@@ -170,6 +171,7 @@ struct Plan {
   bool mma = false;        // the grid's product on tensor cores (mma_plan)
   int mrows = 0;           // mma: the W slice's rows (3J forward, J backward), padded to 16
   int grain = 1;           // mma: a warp's tiles of K come in multiples of it (mma_ksteps)
+  bool fold = false;       // mma: the warps' partial sums folded into one share (mma_product_tiles)
   bool held = false;       // the cluster forward: W_h in registers (cluster_plan, kHeld)
   size_t smem = 0;         // bytes
 };
@@ -426,9 +428,17 @@ __host__ __device__ inline int mma_splits(int K, int row_tiles, int grain) {
   return ((K + 15) / 16 + ks - 1) / ks;
 }
 
-// Floats of the warps' partial sums.
+// The shares of the warps' partial sums that the gate pass adds up: one
+// where they are folded.
+__host__ __device__ inline int mma_shares(const Plan& p, int K) {
+  return p.fold ? 1 : mma_splits(K, p.stride / 8, p.grain);
+}
+
+// Floats of the warps' partial sums: folded, the room of all shares but the
+// first (which adds them up in registers).
 __host__ __device__ inline int64_t mma_partials(const Plan& p, int K) {
-  return static_cast<int64_t>(mma_splits(K, p.stride / 8, p.grain)) * p.stride * (mma_rows(p) + 4);
+  const int splits = mma_splits(K, p.stride / 8, p.grain);
+  return static_cast<int64_t>(p.fold ? splits - 1 : splits) * p.stride * (mma_rows(p) + 4);
 }
 
 // d += a b for one 16 x 8 tile over 16 values of K (a row-major, b as N x K).
@@ -748,7 +758,11 @@ __device__ inline void mma_accumulate(float (&acc)[Mt][4], const float* ws, cons
 
 // The warp's partial product of the block's W slice ws (its first `tiles`
 // of Mt tiles of 16 rows) and the first `rows` rows of v (h forward,
-// d_gates backward: rows of K, K apart) into part (see above).
+// d_gates backward: rows of K, K apart) into part (see above). With
+// plan.fold (where every share's room would not fit), shares 1 and up
+// store theirs in part's shares 0 and up, and after a barrier of the block
+// (so every thread calls it) share 0 adds them to its own and stores the
+// sum as share 0.
 template <int Mt, class scalar_t>
 __device__ inline void mma_product_tiles(const scalar_t* ws, float* part, const scalar_t* v, int K,
                                          int rows, int tiles, const Plan& p) {
@@ -757,25 +771,46 @@ __device__ inline void mma_product_tiles(const scalar_t* ws, float* part, const 
   const int n = warp % NT, q = warp / NT, ks = mma_ksteps(K, NT, p.grain);
   const int k0 = q * ks, kn = min(ks, (K + 15) / 16 - k0);
   // (a tile of rows past this step's: nothing for the gate pass to read)
-  if (q >= kThreads / 32 / NT || kn <= 0 || n * 8 >= rows) return;
+  const bool works = q < kThreads / 32 / NT && kn > 0 && n * 8 < rows;
+  if (!works && !p.fold) return;
   const int r = n * 8 + gid;
   float acc[Mt][4] = {};
   const scalar_t* row = v + static_cast<int64_t>(r) * K;
-  if constexpr (std::is_same_v<scalar_t, float>)
-    mma_accumulate<Mt>(acc, ws, row, r < rows, K, k0, kn, tiles, p);
-  else
-    mma_accumulate<Mt>(acc, ws, row, r < rows, K, k0, kn);
-  // acc[m][0], [1]: W's row m 16 + gid, batch rows 2 tig and 2 tig + 1; [2], [3]: row + 8
-  float* out = part + (q * p.stride + n * 8 + 2 * tig) * ld + gid;
-#pragma unroll
-  for (int m = 0; m < Mt; ++m) {
-    if (m >= tiles) break;
-    float* at = out + m * 16;
-    at[0] = acc[m][0];
-    at[ld] = acc[m][1];
-    at[8] = acc[m][2];
-    at[ld + 8] = acc[m][3];
+  if (works) {
+    if constexpr (std::is_same_v<scalar_t, float>)
+      mma_accumulate<Mt>(acc, ws, row, r < rows, K, k0, kn, tiles, p);
+    else
+      mma_accumulate<Mt>(acc, ws, row, r < rows, K, k0, kn);
   }
+  // acc[m][0], [1]: W's row m 16 + gid, batch rows 2 tig and 2 tig + 1; [2], [3]: row + 8
+  float* out = part + (n * 8 + 2 * tig) * ld + gid;
+  const int share = p.stride * ld;  // floats
+  const auto store = [&](float* at) {
+#pragma unroll
+    for (int m = 0; m < Mt; ++m) {
+      if (m >= tiles) break;
+      at[m * 16] = acc[m][0];
+      at[m * 16 + ld] = acc[m][1];
+      at[m * 16 + 8] = acc[m][2];
+      at[m * 16 + ld + 8] = acc[m][3];
+    }
+  };
+  if (p.fold) {
+    if (works && q > 0) store(out + (q - 1) * share);
+    __syncthreads();
+    if (!works || q > 0) return;
+    for (int s = 0; s + 1 < mma_splits(K, NT, p.grain); ++s)
+#pragma unroll
+      for (int m = 0; m < Mt; ++m) {
+        if (m >= tiles) break;
+        const float* at = out + s * share + m * 16;
+        acc[m][0] += at[0];
+        acc[m][1] += at[ld];
+        acc[m][2] += at[8];
+        acc[m][3] += at[ld + 8];
+      }
+  }
+  store(out + q * share);
 }
 
 // The same for the plan's tiles of rows: 16-bit, each count of tiles up to
@@ -814,7 +849,7 @@ template <int G>
 __device__ inline void mma_sums(const float* part, int j, int b, int K, const Plan& p,
                                 float (&out)[G]) {
   constexpr int kWarps = kThreads / 32;
-  const int ld = mma_rows(p) + 4, splits = mma_splits(K, p.stride / 8, p.grain);
+  const int ld = mma_rows(p) + 4, splits = mma_shares(p, K);
   const float* at = part + b * ld + j;
   float v[G][4] = {};
 #pragma unroll
@@ -1327,8 +1362,12 @@ __host__ __device__ inline int64_t state_floats(const Plan& p, bool backward) {
 // its 50 steps bound by the launches.
 // With `mma` (W's element size: 2 or 4), the forward's product on tensor
 // cores where mma_plan fits; the backward's (16-bit only, batches up to
-// kMaxMmaBackwardBatch) where the FMA product's plan does not.
-inline Plan mma_plan(int64_t batch, int64_t S, bool backward, int32_t device, int bytes);
+// kMaxMmaBackwardBatch) where the FMA product's plan does not; and the
+// 16-bit forward, where neither fits, on tensor cores with the warps'
+// partial sums folded (mma_plan: batches of 129 to 256 at S of about 900 to
+// 1056 on 132 SMs).
+inline Plan mma_plan(int64_t batch, int64_t S, bool backward, int32_t device, int bytes,
+                     bool fold = false);
 
 inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_t features = 0,
                  int mma = 0) {
@@ -1363,9 +1402,10 @@ inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_
     }
     if (F == 0) break;
   }
-  return backward && mma == 2 && batch <= kMaxMmaBackwardBatch
-             ? mma_plan(batch, S, true, device, mma)
-             : Plan{};
+  if (mma != 2) return {};
+  if (backward)
+    return batch <= kMaxMmaBackwardBatch ? mma_plan(batch, S, true, device, mma) : Plan{};
+  return mma_plan(batch, S, false, device, mma, true);
 }
 
 // The plan with the product on tensor cores (compute capability 8.0 and
@@ -1375,8 +1415,13 @@ inline Plan plan(int64_t batch, int64_t S, bool backward, int32_t device, int64_
 // partial sums and its state (forward, fixed length: its cells; backward:
 // the gradients of h and c), with at most kMmaMaxRowTiles tiles of 8 batch
 // rows (float: kMmaMaxRowTilesFloat) and kMmaMaxTiles tiles of the slice's
-// rows, and in float kMmaMaxOperands tiles of h a warp.
-inline Plan mma_plan(int64_t batch, int64_t S, bool backward, int32_t device, int bytes) {
+// rows, and in float kMmaMaxOperands tiles of h a warp. With `fold`, only
+// where a warp of each row tile shares its K with others, their partial
+// sums folded (mma_product_tiles): the room of one share less, for a barrier
+// a step more (16-bit, (B, S) = (256, 1024): forward 57600 floats of 58112,
+// where 64000 would not fit).
+inline Plan mma_plan(int64_t batch, int64_t S, bool backward, int32_t device, int bytes,
+                     bool fold) {
   const int64_t sms = cuda::sm_count(device), limit = max_shared_bytes(device) / 4;
   for (int64_t groups = 8; groups >= 1; groups /= 2) {
     const int64_t rows =
@@ -1396,8 +1441,10 @@ inline Plan mma_plan(int64_t batch, int64_t S, bool backward, int32_t device, in
     p.grain = fp32 ? 1 : 2;
     if ((fp32 && backward) || row_tiles > (fp32 ? kMmaMaxRowTilesFloat : kMmaMaxRowTiles) ||
         mma_rows(p) / 16 > (backward ? kMmaMaxBackwardTiles : kMmaMaxTiles) || (fp32 && rows < 8) ||
-        (fp32 && mma_ksteps(K, row_tiles, p.grain) > kMmaMaxOperands))
+        (fp32 && mma_ksteps(K, row_tiles, p.grain) > kMmaMaxOperands) ||
+        (fold && mma_splits(K, row_tiles, p.grain) < 2))
       continue;
+    p.fold = fold;
     // 16-bit: K in whole groups of 32 (mma_slice_index). Float: rows 16
     // bytes apart on distinct banks (ldmatrix), kp * 4 an odd multiple of 16.
     p.kp = fp32 ? (K + 15) / 16 * 16 + 4 : (K + 31) / 32 * 32;
