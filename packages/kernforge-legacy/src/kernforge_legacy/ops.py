@@ -41,6 +41,8 @@ except ImportError:  # kernforge-legacy alone: round_ste stays one opaque kernel
 _SUFFIX = {torch.float32: "", torch.float64: "_double", torch.float16: "_half", torch.bfloat16: "_bfloat16"}
 
 torch.library.define("kernforge_legacy::round_ste", "(Tensor x) -> Tensor")
+_op = torch.ops.kernforge_legacy.round_ste.default
+_below_autograd = torch._C._AutoDispatchBelowAutograd
 
 
 def round_ste(x: Tensor) -> Tensor:
@@ -67,6 +69,14 @@ def round_ste(x: Tensor) -> Tensor:
             _forward_ad._current_level >= 0 and _forward_ad.unpack_dual(x).tangent is not None
         ):
             return _TransformableRoundSTE.apply(x)
+        if isinstance(x, Tensor) and not (torch.compiler.is_compiling() or torch.jit.is_tracing()):
+            # Eager: past torch.library's Python autograd layer (a third of
+            # the call's host time), straight to the kernel when no gradient
+            # can flow. Traced or compiled, the graph holds the op itself.
+            if torch.is_grad_enabled() and x.requires_grad:
+                return _RoundSTE.apply(x)
+            with _below_autograd():
+                return _op(x)
     return torch.ops.kernforge_legacy.round_ste(x)
 
 
@@ -86,7 +96,7 @@ def _forward(x: Tensor) -> Tensor:
         raise RuntimeError("kernforge_legacy::round_ste: this build of kernforge-legacy has no CUDA kernels")
     x = x.contiguous()
     out = torch.empty_like(x)
-    fn(x, out)
+    fn.op(x, out)  # the extension's op itself: its Python wrapper's checks are for C callers' inputs
     return out
 
 
@@ -123,6 +133,21 @@ def _round_ste_vmap(info, in_dims, x: Tensor):
     return torch.ops.kernforge_legacy.round_ste.default(x), in_dims[0]
 
 
+def _round_ste_forward(ctx, x: Tensor) -> Tensor:
+    with _below_autograd():
+        return _op(x)
+
+
+# round_ste's formula for eager calls (its grad_fn: kernforge_legacy_round_steBackward).
+# forward takes ``ctx`` itself: a Function with a setup_context binds every
+# apply's arguments through inspect, microseconds a call.
+_RoundSTE = type(
+    "kernforge_legacy_round_ste",
+    (torch.autograd.Function,),
+    {"forward": staticmethod(_round_ste_forward), "backward": staticmethod(_round_ste_backward)},
+)
+
+
 class _TransformableRoundSTE(torch.autograd.Function):
     """round_ste under torch.func's transforms (grad, vmap, jvp, ...), which
     take only a Function with a setup_context of its own (torch.library's
@@ -134,8 +159,8 @@ class _TransformableRoundSTE(torch.autograd.Function):
 
     @staticmethod
     def forward(x: Tensor) -> Tensor:
-        with torch._C._AutoDispatchBelowAutograd():
-            return torch.ops.kernforge_legacy.round_ste.default(x)
+        with _below_autograd():
+            return _op(x)
 
     @staticmethod
     def setup_context(ctx, inputs, output) -> None:
