@@ -130,7 +130,7 @@ torch.library.register_autograd("kernforge_legacy::round_ste", _round_ste_backwa
 @torch.library.register_vmap("kernforge_legacy::round_ste")
 def _round_ste_vmap(info, in_dims, x: Tensor):
     # pointwise: one call over the whole batch, the batch dimension where it was
-    return torch.ops.kernforge_legacy.round_ste.default(x), in_dims[0]
+    return _op(x), in_dims[0]
 
 
 def _round_ste_forward(ctx, x: Tensor) -> Tensor:
