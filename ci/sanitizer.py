@@ -235,4 +235,6 @@ if __name__ == "__main__":
         sys.exit(
             "usage: python ci/sanitizer.py deselect-passed LOG... > FILE; then nox -s sanitize -- TOOL @FILE"
         )
-    print("\n".join(deselect_passed([Path(p) for p in sys.argv[2:]])))
+    # No line at all where nothing passed: pytest reads an empty line of an
+    # @FILE as the argument "", the whole folder.
+    sys.stdout.write("".join(f"{arg}\n" for arg in deselect_passed([Path(p) for p in sys.argv[2:]])))

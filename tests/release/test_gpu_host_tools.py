@@ -298,6 +298,31 @@ def test_a_stopped_run_resumes_with_what_it_did_not_finish(tmp_path):
     assert usage.returncode == 1 and "deselect-passed LOG" in usage.stderr
 
 
+def test_a_stopped_run_that_passed_nothing_resumes_with_everything(tmp_path):
+    """A run stopped before any test passed: `deselect-passed` writes an
+    empty @FILE, which leaves pytest's selection as it was (an empty line
+    would be an argument "", the whole folder)."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_m.py").write_text("def test_one():\n    pass\n")
+    (tmp_path / "test_other.py").write_text("def test_other():\n    pass\n")
+    log = tmp_path / "stopped.log"
+    log.write_text(START + "test_m.py::test_one \n")
+    made = subprocess.run(
+        [sys.executable, str(Path(sanitizer.__file__)), "deselect-passed", str(log)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert made.stdout == ""
+    args = tmp_path / "args.txt"
+    args.write_text(made.stdout)
+    collect = [sys.executable, "-m", "pytest", "test_m.py", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    left = subprocess.run(
+        [*collect, f"@{args}"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
+    assert [line for line in left.splitlines() if "::" in line] == ["test_m.py::test_one"]
+
+
 def test_logs_go_where_the_session_is_told():
     default = Path("sanitize-logs")
     assert sanitizer.split_logs_arg(["racecheck", "-n", "4"], default) == (default, ["racecheck", "-n", "4"])
