@@ -126,6 +126,13 @@ cusparseStatus_t spgemm(cusparseHandle_t h, cusparseOperation_t op_a, cusparseOp
                                  val_c ? val_c : vals_c.p));
   KFL_TRY(cusparseSpGEMMreuse_copy(h, op_a, op_b, a.d, b.d, c.d, alg, d.d, &size5, nullptr));
   Scratch work5(size5);
+  // The copy's scan reads one int of this buffer that nothing writes, at
+  // element nnz_c (an exclusive scan's last input, which no output uses):
+  // compute-sanitizer initcheck reported it in every extension calling
+  // csrgemm, with correct results. Zeroing the buffer first silences it
+  // (H200, the nvidia wheel's libcusparse.so.12, 2026-12-04).
+  if (work5.p != nullptr)
+    __THCudaCheck(cudaMemsetAsync(work5.p, 0, size5, stream_of(h)), __FILE__, __LINE__);
   KFL_TRY(cusparseSpGEMMreuse_copy(h, op_a, op_b, a.d, b.d, c.d, alg, d.d, &size5, work5.p));
   if (val_c == nullptr) return CUSPARSE_STATUS_SUCCESS;  // the structure was asked for
   HostScalars host(h);
