@@ -370,7 +370,9 @@ def test_torch_func_grad_equals_autograd(op, device):
 
 # vmap: the pointwise ops (and their backward ops) have batching rules, one
 # call over the batch; torch's fallback, which loops over the examples,
-# warns, and that warning is an error here. The LLTM's ops have none.
+# warns, and that warning is an error here. The sequence ops' forward and
+# inference ops have theirs (the examples as more rows of one call); the LLTM
+# cell's ops and the sequence backward have none.
 PERFORMANCE_DROP = "There is a performance drop"
 
 
@@ -470,6 +472,70 @@ def test_per_sample_gradients_of_a_sequence_model(layers, bidirectional, device)
     _sequence_loss(model, dict(model.named_parameters()), batch, lengths).backward()
     for name, p in model.named_parameters():
         torch.testing.assert_close(got[name], p.grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("layers", "bidirectional"), [(1, False), (3, False), (2, True)], ids=["1", "3", "2-bi"]
+)
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_vmap_over_a_sequence_model_equals_the_batch(layers, bidirectional, grad, device):
+    # vmap over the batch dimension (each example [T, F] with its own state):
+    # no_grad runs the inference ops (the layers in one call where
+    # unidirectional), grad the forward op; each through its batching rule,
+    # one call for all examples, equal to the batched call row for row
+    torch.manual_seed(6)
+    model = kernforge.nn.LLTMSequence(5, 6, num_layers=layers, bidirectional=bidirectional, device=device)
+    model.double()
+    directions = 2 if bidirectional else 1
+    x = torch.randn(7, 4, 5, dtype=torch.float64, device=device)
+    h0, c0 = (torch.randn(directions * layers, 4, 6, dtype=torch.float64, device=device) for _ in range(2))
+    with torch.set_grad_enabled(grad), warnings.catch_warnings():
+        warnings.filterwarnings("error", PERFORMANCE_DROP)
+        out, (h, c) = torch.func.vmap(lambda x, h, c: model(x, (h, c)), in_dims=1, out_dims=(1, 1))(x, h0, c0)
+        want, (want_h, want_c) = model(x, (h0, c0))
+        # the state shared by every example
+        shared, _ = torch.func.vmap(lambda x: model(x, (h0[:, 0], c0[:, 0])), in_dims=1, out_dims=(1, 1))(x)
+        want_shared, _ = model(x, (h0[:, :1].expand(-1, 4, -1), c0[:, :1].expand(-1, 4, -1)))
+    for g, w in ((out, want), (h, want_h), (c, want_c), (shared, want_shared)):
+        torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_vmap_over_packed_batches_and_ensembles(device):
+    # the op over packed data, one packed batch an example; and an ensemble
+    # (weights by example, torch.func.stack_module_state), one call a model
+    gen = _gen(device)
+    W = torch.randn(18, 11, generator=gen, dtype=torch.float64, device=device)
+    b = torch.randn(18, generator=gen, dtype=torch.float64, device=device)
+    sizes = [3, 3, 2, 1]
+    xs = torch.randn(4, 9, 5, generator=gen, dtype=torch.float64, device=device)
+    hs = torch.randn(4, 3, 6, generator=gen, dtype=torch.float64, device=device)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.filterwarnings("error", PERFORMANCE_DROP)
+        got, (got_h, got_c) = torch.func.vmap(
+            lambda x, h: kernforge.lltm_sequence(x, W, b, h, h.flip(0), batch_sizes=sizes)
+        )(xs, hs)
+    for i in range(len(xs)):
+        want, (want_h, want_c) = kernforge.lltm_sequence(xs[i], W, b, hs[i], hs[i].flip(0), batch_sizes=sizes)
+        for g, w in ((got[i], want), (got_h[i], want_h), (got_c[i], want_c)):
+            torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-12)
+
+    models = [kernforge.nn.LLTMSequence(5, 6, num_layers=2, device=device) for _ in range(3)]
+    params, buffers = torch.func.stack_module_state(models)
+    base = copy.deepcopy(models[0]).to("meta")
+    x = torch.randn(7, 2, 5, device=device)
+    with torch.no_grad():
+        got = torch.func.vmap(lambda p, buf: torch.func.functional_call(base, (p, buf), (x,))[0])(
+            params, buffers
+        )
+        for i, m in enumerate(models):
+            torch.testing.assert_close(got[i], m(x)[0], rtol=1e-6, atol=1e-6)
+
+
+def test_vmap_names_an_examples_shapes_in_its_errors(device):
+    W, b = torch.randn(18, 11, device=device), torch.randn(18, device=device)
+    x, h0 = torch.randn(2, 4, 3, 5, device=device), torch.randn(2, 5, 6, device=device)
+    with torch.no_grad(), pytest.raises(RuntimeError, match=r"\[3, 6\], got x: \[4, 3, 5\].*h0: \[5, 6\]"):
+        torch.func.vmap(lambda x, h: kernforge.lltm_sequence(x, W, b, h, None))(x, h0)
 
 
 @pytest.mark.parametrize("op", ALL_OPS)
