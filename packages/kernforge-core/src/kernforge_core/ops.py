@@ -564,6 +564,73 @@ def _(info, in_dims, grad, x, bias_grad):
     return (torch.stack(grad_x), torch.stack(grad_bias)), (0, 0)
 
 
+# ----------------------------------------------------------------------------- vmap over rows
+# The LLTM's ops (the cell, the sequence, the layers) never mix rows, so
+# with the weights shared, vmap's examples become more rows of one call:
+# row r of example v is row r * V + v. (Packed data too: the rows of a step
+# stay one block, batch_sizes times V, and each sequence keeps its row.)
+# Weights that differ by example (an ensemble) run one call an example.
+
+
+def _fold_rows(t, dim, rows, size):
+    """t [..., R, ...] with vmap's dimension `dim` (None: shared) folded
+    into its dimension `rows` (counted without vmap's) as R * size rows."""
+    if t is None:
+        return None
+    t = (
+        t.unsqueeze(rows + 1).expand(*t.shape[: rows + 1], size, *t.shape[rows + 1 :])
+        if dim is None
+        else t.movedim(dim, rows + 1)
+    )
+    return t.reshape(*t.shape[:rows], -1, *t.shape[rows + 2 :])
+
+
+def _unfold_rows(t, rows, size):
+    """_fold_rows undone: t [..., R * size, ...] as [..., R, size, ...], and
+    vmap's dimension (rows + 1)."""
+    return t.view(*t.shape[:rows], -1, size, *t.shape[rows + 1 :]), rows + 1
+
+
+def _example(args, in_dims, i):
+    """vmap's example i of the arguments (lists of tensors too)."""
+
+    def pick(a, d):
+        if isinstance(a, (list, tuple)):
+            return [pick(t, e) for t, e in zip(a, d, strict=True)]
+        return a if d is None else a.select(d, i)
+
+    return [pick(a, d) for a, d in zip(args, in_dims, strict=True)]
+
+
+def _register_rows_vmap(name: str, check, plan) -> None:
+    """The batching rule of ``kernforge::<name>``, whose arguments 1 and 2
+    are the weights (tensors or lists of them). ``plan(args, V)`` gives the
+    rows dimension of each argument (None: not folded), of each output, and
+    the arguments to call with. ``check`` runs on one example first, so that
+    errors name its shapes, not the folded ones."""
+    op = getattr(_ops, name).default
+
+    def rule(info, in_dims, *args, **kwargs):
+        # arguments given by keyword (batch_sizes can be) come without in_dims
+        args = (*args, *(kwargs.get(a.name, a.default_value) for a in op._schema.arguments[len(args) :]))
+        in_dims = (*in_dims, *[None] * (len(args) - len(in_dims)))
+        check(*_example(args, in_dims, 0))
+        weights = [d for w in in_dims[1:3] for d in (w if isinstance(w, (list, tuple)) else [w])]
+        if any(d is not None for d in weights):
+            outputs = [op(*_example(args, in_dims, i)) for i in range(info.batch_size)]
+            return tuple(torch.stack(parts) for parts in zip(*outputs, strict=True)), 0
+        v = info.batch_size
+        args_rows, outputs_rows, args = plan(args, v)
+        folded = [
+            a if r is None else _fold_rows(a, d, r, v)
+            for a, d, r in zip(args, in_dims, args_rows, strict=True)
+        ]
+        unfolded = [_unfold_rows(t, r, v) for t, r in zip(op(*folded), outputs_rows, strict=True)]
+        return tuple(t for t, _ in unfolded), tuple(d for _, d in unfolded)
+
+    torch.library.register_vmap(f"kernforge::{name}", rule)
+
+
 # ----------------------------------------------------------------------------- lltm
 
 
@@ -604,6 +671,10 @@ def _(x, W, b, h, c):
     _checks.lltm(x, W, b, h, c)
     batch, state = h.shape
     return h.new_empty((batch, state)), h.new_empty((batch, state)), h.new_empty((batch, 3 * state))
+
+
+# (h', c', gates): rows first, as x, h and c
+_register_rows_vmap("lltm_forward", _checks.lltm, lambda args, v: ((0, None, None, 0, 0), (0, 0, 0), args))
 
 
 def _lltm_setup(ctx, inputs, output):
@@ -837,80 +908,26 @@ _register_autograd("lltm_sequence_forward", _lltm_sequence_backward, _lltm_seque
 _no_double_backward("lltm_sequence")
 
 
-# vmap over the sequence ops. Rows never meet in the recurrence, so with the
-# weights shared, vmap's examples become more rows of one call: row r of
-# example v is row r * V + v (for packed data too: the rows of each step stay
-# one block, batch_sizes times V, and each sequence keeps its row). Weights
-# that differ by example (an ensemble) run one call an example.
+# (output, h_n, c_n, gates, cells) and (output, h_n, c_n): the rows dimension
+# of each, of x [T, B, F] (packed: [N, F], batch_sizes times V) and of h0, c0
 
 
-def _fold_rows(t, dim, rows, size):
-    """t [..., R, ...] with vmap's dimension `dim` (None: shared) folded
-    into its dimension `rows` (counted without vmap's) as R * size rows."""
-    if t is None:
-        return None
-    t = (
-        t.unsqueeze(rows + 1).expand(*t.shape[: rows + 1], size, *t.shape[rows + 1 :])
-        if dim is None
-        else t.movedim(dim, rows + 1)
-    )
-    return t.reshape(*t.shape[:rows], -1, *t.shape[rows + 2 :])
+def _sequence_rows(outputs_rows, packed_rows):
+    def plan(args, v):
+        x, W, b, h0, c0, batch_sizes = args
+        if batch_sizes is None:
+            return (1, None, None, 0, 0, None), outputs_rows, args
+        return (0, None, None, 0, 0, None), packed_rows, (x, W, b, h0, c0, [n * v for n in batch_sizes])
+
+    return plan
 
 
-def _unfold_rows(t, rows, size):
-    """_fold_rows undone: t [..., R * size, ...] as [..., R, size, ...], and
-    vmap's dimension (rows + 1)."""
-    return t.view(*t.shape[:rows], -1, size, *t.shape[rows + 1 :]), rows + 1
+def _check_sequence(x, W, b, h0, c0, batch_sizes=None):
+    _checks.lltm_sequence(x, W, b, h0, c0, batch_sizes=batch_sizes)
 
 
-def _example(args, in_dims, i):
-    """vmap's example i of the arguments (lists of tensors too)."""
-
-    def pick(a, d):
-        if isinstance(a, (list, tuple)):
-            return [pick(t, e) for t, e in zip(a, d, strict=True)]
-        return a if d is None else a.select(d, i)
-
-    # (an argument given by keyword, as batch_sizes can be, has no in_dim)
-    in_dims = (*in_dims, *[None] * (len(args) - len(in_dims)))
-    return [pick(a, d) for a, d in zip(args, in_dims, strict=True)]
-
-
-def _each_example(op, info, in_dims, args):
-    """op once an example, its outputs stacked (vmap's dimension 0)."""
-    outputs = [op(*_example(args, in_dims, i)) for i in range(info.batch_size)]
-    return tuple(torch.stack(parts) for parts in zip(*outputs, strict=True)), 0
-
-
-def _register_sequence_vmap(name: str, outputs_rows: tuple[int, ...], packed_rows: tuple[int, ...]) -> None:
-    """The batching rule of kernforge::<name>(x, W, b, h0, c0, batch_sizes):
-    one call over the examples' rows where W and b are shared, each output
-    [.., rows * V, ..] unfolded at its rows dimension (outputs_rows, or
-    packed_rows for packed data). One example is checked first, so that
-    errors name its shapes, not the folded ones."""
-    op = getattr(_ops, name).default
-
-    def rule(info, in_dims, x, W, b, h0, c0, batch_sizes=None):
-        args = (x, W, b, h0, c0, batch_sizes)
-        example = _example(args, in_dims, 0)
-        _checks.lltm_sequence(*example[:5], batch_sizes=batch_sizes)
-        if in_dims[1] is not None or in_dims[2] is not None:
-            return _each_example(op, info, in_dims, args)
-        v, packed = info.batch_size, batch_sizes is not None
-        x_rows = 0 if packed else 1
-        sizes = [n * v for n in batch_sizes] if packed else None
-        h0, c0 = (_fold_rows(t, d, 0, v) for t, d in ((h0, in_dims[3]), (c0, in_dims[4])))
-        out = op(_fold_rows(x, in_dims[0], x_rows, v), W, b, h0, c0, sizes)
-        rows = packed_rows if packed else outputs_rows
-        unfolded = [_unfold_rows(t, r, v) for t, r in zip(out, rows, strict=True)]
-        return tuple(t for t, _ in unfolded), tuple(d for _, d in unfolded)
-
-    torch.library.register_vmap(f"kernforge::{name}", rule)
-
-
-# (output, h_n, c_n, gates, cells) and (output, h_n, c_n): their rows dimension
-_register_sequence_vmap("lltm_sequence_forward", (1, 0, 0, 1, 1), (0, 0, 0, 0, 0))
-_register_sequence_vmap("lltm_sequence_inference", (1, 0, 0), (0, 0, 0))
+_register_rows_vmap("lltm_sequence_forward", _check_sequence, _sequence_rows((1, 0, 0, 1, 1), (0,) * 5))
+_register_rows_vmap("lltm_sequence_inference", _check_sequence, _sequence_rows((1, 0, 0), (0, 0, 0)))
 
 
 @torch.library.register_fake("kernforge::lltm_sequence_backward")
@@ -1052,19 +1069,7 @@ def _(x, weights, biases, h0, c0):
     )
 
 
-def _layers_vmap(info, in_dims, x, weights, biases, h0, c0):
-    """The batching rule of lltm_sequence_layers_inference: as the sequence
-    ops' (_register_sequence_vmap), with h0 and c0 [L, B, S]."""
-    op = _ops.lltm_sequence_layers_inference.default
-    args = (x, weights, biases, h0, c0)
-    _check_layers(*_example(args, in_dims, 0))
-    if any(d is not None for d in (*in_dims[1], *in_dims[2])):
-        return _each_example(op, info, in_dims, args)
-    v = info.batch_size
-    h0, c0 = (_fold_rows(t, d, 1, v) for t, d in ((h0, in_dims[3]), (c0, in_dims[4])))
-    out = op(_fold_rows(x, in_dims[0], 1, v), weights, biases, h0, c0)
-    unfolded = [_unfold_rows(t, 1, v) for t in out]
-    return tuple(t for t, _ in unfolded), tuple(d for _, d in unfolded)
-
-
-torch.library.register_vmap("kernforge::lltm_sequence_layers_inference", _layers_vmap)
+# output [T, B, S], h_n and c_n [L, B, S]: rows at dimension 1, as x's, h0's and c0's
+_register_rows_vmap(
+    "lltm_sequence_layers_inference", _check_layers, lambda args, v: ((1, None, None, 1, 1), (1, 1, 1), args)
+)
