@@ -531,6 +531,16 @@ def test_vmap_over_packed_batches_and_ensembles(device):
             torch.testing.assert_close(got[i], m(x)[0], rtol=1e-6, atol=1e-6)
 
 
+def test_vmap_over_an_empty_batch(device):
+    # examples of no rows: empty outputs of the examples' shapes
+    W, b = torch.randn(18, 11, device=device), torch.randn(18, device=device)
+    with torch.no_grad():
+        out, (h, c) = torch.func.vmap(lambda x: kernforge.lltm_sequence(x, W, b))(
+            torch.randn(2, 4, 0, 5, device=device)
+        )
+    assert out.shape == (2, 4, 0, 6) and h.shape == c.shape == (2, 0, 6)
+
+
 def test_vmap_names_an_examples_shapes_in_its_errors(device):
     W, b = torch.randn(18, 11, device=device), torch.randn(18, device=device)
     x, h0 = torch.randn(2, 4, 3, 5, device=device), torch.randn(2, 5, 6, device=device)

@@ -582,13 +582,13 @@ def _fold_rows(t, dim, rows, size):
         if dim is None
         else t.movedim(dim, rows + 1)
     )
-    return t.reshape(*t.shape[:rows], -1, *t.shape[rows + 2 :])
+    return t.reshape(*t.shape[:rows], t.shape[rows] * size, *t.shape[rows + 2 :])
 
 
 def _unfold_rows(t, rows, size):
     """_fold_rows undone: t [..., R * size, ...] as [..., R, size, ...], and
     vmap's dimension (rows + 1)."""
-    return t.view(*t.shape[:rows], -1, size, *t.shape[rows + 1 :]), rows + 1
+    return t.reshape(*t.shape[:rows], t.shape[rows] // size, size, *t.shape[rows + 1 :]), rows + 1
 
 
 def _example(args, in_dims, i):
