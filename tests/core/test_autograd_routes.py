@@ -532,9 +532,13 @@ def test_vmap_over_packed_batches_and_ensembles(device):
 
 
 def test_vmap_over_an_empty_batch(device):
-    # examples of no rows: empty outputs of the examples' shapes
+    # examples of no rows, and no examples: empty outputs of the right shapes
     W, b = torch.randn(18, 11, device=device), torch.randn(18, device=device)
     with torch.no_grad():
+        out, (h, c) = torch.func.vmap(lambda x: kernforge.lltm_sequence(x, W, b))(
+            torch.randn(0, 4, 3, 5, device=device)
+        )
+        assert out.shape == (0, 4, 3, 6) and h.shape == c.shape == (0, 3, 6)
         out, (h, c) = torch.func.vmap(lambda x: kernforge.lltm_sequence(x, W, b))(
             torch.randn(2, 4, 0, 5, device=device)
         )

@@ -592,12 +592,15 @@ def _unfold_rows(t, rows, size):
 
 
 def _example(args, in_dims, i):
-    """vmap's example i of the arguments (lists of tensors too)."""
+    """vmap's example i of the arguments (lists of tensors too); where vmap
+    has no example (a batch of 0), zeros of an example's shape."""
 
     def pick(a, d):
         if isinstance(a, (list, tuple)):
             return [pick(t, e) for t, e in zip(a, d, strict=True)]
-        return a if d is None else a.select(d, i)
+        if d is None:
+            return a
+        return a.select(d, i) if a.shape[d] else a.new_zeros(a.shape[:d] + a.shape[d + 1 :])
 
     return [pick(a, d) for a, d in zip(args, in_dims, strict=True)]
 
@@ -614,7 +617,10 @@ def _register_rows_vmap(name: str, check, plan) -> None:
         # arguments given by keyword (batch_sizes can be) come without in_dims
         args = (*args, *(kwargs.get(a.name, a.default_value) for a in op._schema.arguments[len(args) :]))
         in_dims = (*in_dims, *[None] * (len(args) - len(in_dims)))
-        check(*_example(args, in_dims, 0))
+        example = _example(args, in_dims, 0)
+        check(*example)
+        if info.batch_size == 0:  # the outputs' shapes, from an example of zeros
+            return tuple(t.new_empty((0, *t.shape)) for t in op(*example)), 0
         weights = [d for w in in_dims[1:3] for d in (w if isinstance(w, (list, tuple)) else [w])]
         if any(d is not None for d in weights):
             outputs = [op(*_example(args, in_dims, i)) for i in range(info.batch_size)]
