@@ -236,10 +236,14 @@ def _check_against_the_reference(ins, kwargs, tol, gen):
 # split: racecheck's share of that layout, as the test above is of the others.
 # S = 16 splits too (a batch above one cluster's 64 rows, one unit a block):
 # the same kernel with the least shared-memory traffic a step, for
-# racecheck, which reads every access.
+# racecheck, which reads every access; and at B = 600 into clusters of 8
+# blocks (two units a block), whose 16-block clusters would take more
+# than 64 rows each, with no grid for the batch.
 @pytest.mark.sanitize
 @DTYPES
-@pytest.mark.parametrize("size", [(5, 33, 7, 300), (5, 72, 3, 128), (5, 100, 5, 64), (5, 72, 3, 16)], ids=str)
+@pytest.mark.parametrize(
+    "size", [(5, 33, 7, 300), (5, 72, 3, 128), (5, 100, 5, 64), (5, 72, 3, 16), (5, 600, 3, 16)], ids=str
+)
 def test_each_split_layout_over_five_steps(device, dtype, size):
     _check_a_layout(size, dtype, device, torch.Generator().manual_seed(62))
 
@@ -492,7 +496,7 @@ def test_output_mask(device, size):
 # the second one.)
 @pytest.mark.sanitize
 @pytest.mark.parametrize("packed", [False, True], ids=["fixed", "packed"])
-@pytest.mark.parametrize(("batch", "state"), [(6, 7), (16, 128), (6, 600), (600, 9)], ids=str)
+@pytest.mark.parametrize(("batch", "state"), [(6, 7), (16, 128), (6, 600), (1000, 9)], ids=str)
 def test_grad_hn_joins_the_output_gradient_at_each_rows_last_step(device, packed, batch, state):
     gen = torch.Generator().manual_seed(73)
     if packed:
@@ -1604,12 +1608,14 @@ def test_bad_backward_input(device):
 # one row, at S = 300; 8 clusters of 28 rows at B = 200; 8 of 40 at B =
 # 300); the cooperative grid with its staged operand (S = 521), in batch
 # groups (B = 100), on tensor cores in every dtype (S = 512, the
-# benchmark's); cuBLAS per step (B = 600); no input features. (Past the
-# persistent kernels in half and bfloat16: test_large_batches_equal_the_reference.)
+# benchmark's); clusters of 8 blocks, for a batch too large for those of 16
+# and the grid (B = 600, S = 64); cuBLAS per step (B = 1000); no input
+# features. (Past the persistent kernels in half and bfloat16:
+# test_large_batches_equal_the_reference.)
 PACKED_SIZES = [
     (5, 3, 4), (16, 32, 128), (33, 20, 40), (64, 5, 64), (12, 4, 256), (33, 7, 300), (64, 6, 521),
-    (100, 6, 521), (64, 6, 512), (40, 5, 777), (200, 6, 96), (300, 8, 64), (600, 4, 64), (6, 0, 12),
-    (256, 5, 1024),
+    (100, 6, 521), (64, 6, 512), (40, 5, 777), (200, 6, 96), (300, 8, 64), (600, 4, 64), (1000, 4, 64),
+    (6, 0, 12), (256, 5, 1024),
 ]  # fmt: skip
 
 

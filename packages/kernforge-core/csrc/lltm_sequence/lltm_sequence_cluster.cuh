@@ -495,47 +495,47 @@ __global__ void __launch_bounds__(kThreads)
 
 // The largest cluster (16 or 8 blocks) of Kernel's blocks at the most
 // shared memory a block may have that `device` can run, or 0: none (compute
-// capability below 9.0, or no such cluster fits), and how many such
-// clusters the device runs at once. The probe's errors only mean "not
-// supported" and are cleared.
+// capability below 9.0, or no such cluster fits), how many such clusters
+// the device runs at once, and how many of half that size. The probe's
+// errors only mean "not supported" and are cleared.
 struct ClusterFit {
-  int blocks, active;
+  int blocks, active, half_active;
 };
 
 template <auto Kernel>
 ClusterFit cluster_fit(int32_t device) {
-  // (the size + 1) + 256 * active: never 0
+  // (the size + 1) + 256 * active + 65536 * half_active: never 0
   const int n = cuda::once_per_device(device, [](int32_t d) {
-    int major = 0, size = 0, active = 0;
+    int major = 0, size = 0, active = 0, half_active = 0;
     STD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d));
     const int smem = max_shared_bytes(d);
+    const auto clusters_of = [smem](int blocks) {
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = blocks;
+      attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(blocks);
+      config.blockDim = dim3(kThreads);
+      config.dynamicSmemBytes = smem;
+      config.attrs = &attr;
+      config.numAttrs = 1;
+      int clusters = 0;
+      if (cudaOccupancyMaxActiveClusters(&clusters, Kernel, &config) != cudaSuccess) clusters = 0;
+      return std::min(clusters, 255);
+    };
     if (major >= 9 && cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            smem) == cudaSuccess) {
       const bool wide = cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
                                              1) == cudaSuccess;
-      for (int blocks = wide ? kMaxCluster : 8; blocks >= 8 && size == 0; blocks /= 2) {
-        cudaLaunchAttribute attr{};
-        attr.id = cudaLaunchAttributeClusterDimension;
-        attr.val.clusterDim.x = blocks;
-        attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-        cudaLaunchConfig_t config{};
-        config.gridDim = dim3(blocks);
-        config.blockDim = dim3(kThreads);
-        config.dynamicSmemBytes = smem;
-        config.attrs = &attr;
-        config.numAttrs = 1;
-        int clusters = 0;
-        if (cudaOccupancyMaxActiveClusters(&clusters, Kernel, &config) == cudaSuccess &&
-            clusters > 0) {
-          size = blocks;
-          active = std::min(clusters, 255);
-        }
-      }
+      for (int blocks = wide ? kMaxCluster : 8; blocks >= 8 && size == 0; blocks /= 2)
+        if ((active = clusters_of(blocks)) > 0) size = blocks;
+      if (size > 0) half_active = clusters_of(size / 2);
     }
     (void)cudaGetLastError();
-    return size + 1 + 256 * active;
+    return size + 1 + 256 * active + 65536 * half_active;
   });
-  return {n % 256 - 1, n / 256};
+  return {n % 256 - 1, n / 256 % 256, n / 65536};
 }
 
 template <auto Kernel>
@@ -637,6 +637,25 @@ inline Plan cluster_split_plan(int64_t batch, int64_t S, bool backward, int max_
     return {};
   p.clusters = static_cast<int>(clusters);
   return p;
+}
+
+// cluster_split_plan with the largest clusters that `fit` gives, else, where
+// there is no grid for the batch (`grid_rows` 0: the batch would step by
+// cuBLAS), clusters of half as many blocks, of which about twice as many
+// run at once: a cluster's rows are bound by its threads (one an element
+// of h_t) and kMaxBatch, so twice the clusters take twice the batch. On an
+// H200, fp32, T = 50, whole steps against cuBLAS per step (medians, us; two
+// rounds, cuDNN's LSTM in the same processes): (B, F, S) = (600, 64, 64)
+// inference 1146 and 1404 to 187 and 191 (LSTM 322 to 462), training 3429
+// and 3709 to 812 and 1057; packed, lengths in [5, 50], (600, 32, 64)
+// inference 1549 and 1580 to 613 and 918 (LSTM 1383 to 2044), training
+// 4939 and 6228 to 2599 and 2940 (LSTM 5752 to 7311).
+inline Plan cluster_split_plan(int64_t batch, int64_t S, bool backward, const ClusterFit& fit,
+                               int64_t sms, int64_t grid_rows, int32_t device) {
+  const Plan p =
+      cluster_split_plan(batch, S, backward, fit.blocks, fit.active, sms, grid_rows, device);
+  if (p.blocks > 0 || grid_rows > 0) return p;
+  return cluster_split_plan(batch, S, backward, fit.blocks / 2, fit.half_active, sms, 0, device);
 }
 
 // Whether an inference forward that one cluster takes (p, cluster_plan's,
