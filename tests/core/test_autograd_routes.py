@@ -131,6 +131,34 @@ def test_exported_sequence_saves_and_loads(device):
         torch.testing.assert_close(g, w, rtol=0, atol=0)
 
 
+class _Tagger(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = kernforge.nn.LLTMSequence(4, 6, 2)
+        self.out = torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.out(self.rnn(x)[0])
+
+
+def test_dynamic_quantization_quantizes_the_linears_and_leaves_the_layer():
+    # torch.ao's quantize_dynamic has quantized modules for nn.LSTM and
+    # nn.Linear, none for kernforge's: asked for both (as code written for
+    # nn.LSTM asks, with the name bound), it quantizes the Linear and leaves
+    # the LLTM in float, running as before.
+    gen = torch.Generator().manual_seed(5)
+    model = _Tagger().eval()
+    quantized = torch.ao.quantization.quantize_dynamic(
+        model, {kernforge.nn.LLTMSequence, torch.nn.Linear}, dtype=torch.qint8
+    )
+    assert type(quantized.rnn) is kernforge.nn.LLTMSequence
+    assert isinstance(quantized.out, torch.ao.nn.quantized.dynamic.Linear)
+    x = torch.randn(5, 3, 4, generator=gen)
+    with torch.no_grad():
+        torch.testing.assert_close(quantized.rnn(x), model.rnn(x), rtol=0, atol=0)
+        torch.testing.assert_close(quantized(x), model(x), rtol=0, atol=0.05)
+
+
 class _EveryModule(torch.nn.Module):
     """A model that calls each kernforge module once."""
 
