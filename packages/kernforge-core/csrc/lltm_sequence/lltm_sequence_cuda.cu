@@ -141,9 +141,9 @@ struct CudaSequence {
     }
     const cuda_seq::Plan grid = cuda_seq::plan(batch, state, backward, device, grid_features, mma);
     if (split) {
-      const cuda_seq::Plan clusters = cuda_seq::cluster_split_plan(
-          batch, state, backward, fit, cuda::sm_count(device),
-          grid.blocks > 0 ? grid.rows : 0, device);
+      const cuda_seq::Plan clusters =
+          cuda_seq::cluster_split_plan(batch, state, backward, fit, cuda::sm_count(device),
+                                       grid.blocks > 0 ? grid.rows : 0, device);
       if (clusters.blocks > 0) {
         launch(clusters);
         return Ran::clusters;
