@@ -243,11 +243,14 @@ def _check_against_the_reference(ins, kwargs, tol, gen):
 # the same kernel with the least shared-memory traffic a step, for
 # racecheck, which reads every access; and at B = 600 into clusters of 8
 # blocks (two units a block), whose 16-block clusters would take more
-# than 64 rows each, with no grid for the batch.
+# than 64 rows each, with no grid for the batch; at B = 2000 more such
+# clusters than run at once, in three waves.
 @pytest.mark.sanitize
 @DTYPES
 @pytest.mark.parametrize(
-    "size", [(5, 33, 7, 300), (5, 72, 3, 128), (5, 100, 5, 64), (5, 72, 3, 16), (5, 600, 3, 16)], ids=str
+    "size",
+    [(5, 33, 7, 300), (5, 72, 3, 128), (5, 100, 5, 64), (5, 72, 3, 16), (5, 600, 3, 16), (5, 2000, 3, 16)],
+    ids=str,
 )
 def test_each_split_layout_over_five_steps(device, dtype, size):
     _check_a_layout(size, dtype, device, torch.Generator().manual_seed(62))
@@ -496,12 +499,12 @@ def test_output_mask(device, size):
 
 # h_n's gradient is the output's at each row's last step: the backward op
 # given grad_hn equals it given the output's gradient with grad_hn added
-# there, fixed-length and packed, on CUDA on the cluster, the grid and
-# cuBLAS per step. (A call without grad_hn, the schema's older form, is
-# the second one.)
+# there, fixed-length and packed, on CUDA on the cluster, the grid, two
+# waves of clusters of rows (B = 1000) and cuBLAS per step (S = 512). (A
+# call without grad_hn, the schema's older form, is the second one.)
 @pytest.mark.sanitize
 @pytest.mark.parametrize("packed", [False, True], ids=["fixed", "packed"])
-@pytest.mark.parametrize(("batch", "state"), [(6, 7), (16, 128), (6, 600), (1000, 9)], ids=str)
+@pytest.mark.parametrize(("batch", "state"), [(6, 7), (16, 128), (6, 600), (1000, 9), (300, 512)], ids=str)
 def test_grad_hn_joins_the_output_gradient_at_each_rows_last_step(device, packed, batch, state):
     gen = torch.Generator().manual_seed(73)
     if packed:
@@ -1614,13 +1617,15 @@ def test_bad_backward_input(device):
 # 300); the cooperative grid with its staged operand (S = 521), in batch
 # groups (B = 100), on tensor cores in every dtype (S = 512, the
 # benchmark's); clusters of 8 blocks, for a batch too large for those of 16
-# and the grid (B = 600, S = 64); cuBLAS per step (B = 1000); no input
+# and the grid (B = 600, S = 64), in two waves (B = 1000) and in three of
+# shorter rows than the first's (B = 2000); cuBLAS per step (B = 300, S =
+# 512: no cluster of rows has the shared memory for W's slice); no input
 # features. (Past the persistent kernels in half and bfloat16:
 # test_large_batches_equal_the_reference.)
 PACKED_SIZES = [
     (5, 3, 4), (16, 32, 128), (33, 20, 40), (64, 5, 64), (12, 4, 256), (33, 7, 300), (64, 6, 521),
     (100, 6, 521), (64, 6, 512), (40, 5, 777), (200, 6, 96), (300, 8, 64), (600, 4, 64), (1000, 4, 64),
-    (6, 0, 12), (256, 5, 1024),
+    (2000, 3, 32), (300, 4, 512), (6, 0, 12), (256, 5, 1024),
 ]  # fmt: skip
 
 

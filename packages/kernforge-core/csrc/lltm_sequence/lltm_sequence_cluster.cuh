@@ -213,7 +213,9 @@ __global__ void __launch_bounds__(kThreads)
   // cluster its own rows; else one cluster, every row). `b` below is a row
   // of the cluster, row0 + b the batch's.
   const int row0 = static_cast<int>(blockIdx.x) / p.blocks * p.rows;
-  const int J = p.units, B = min(p.rows, a.batch - row0), S = a.S, T = a.T;
+  // T: the steps of the cluster's longest row (packed: a cluster of shorter
+  // rows ends early, and one waiting for its SMs starts sooner).
+  const int J = p.units, B = min(p.rows, a.batch - row0), S = a.S, T = row_steps(a, row0);
   const int F = std::is_same_v<scalar_t, float> ? p.features : 0;
   const int rank = static_cast<int>(cluster.block_rank());
   const int j0 = rank * J, units = min(J, S - j0);
@@ -370,7 +372,9 @@ __global__ void __launch_bounds__(kThreads)
   // The cluster's batch rows [row0, row0 + B), as the forward's; `ob` below
   // is a row of the cluster, row0 + ob the batch's.
   const int row0 = static_cast<int>(blockIdx.x) / p.blocks * p.rows;
-  const int J = p.units, B = min(p.rows, a.batch - row0), S = a.S, T = a.T, RB = p.stride;
+  // T: the steps of the cluster's longest row, as the forward's.
+  const int J = p.units, B = min(p.rows, a.batch - row0), S = a.S, T = row_steps(a, row0);
+  const int RB = p.stride;
   const int blocks = p.blocks;
   const int rank = static_cast<int>(cluster.block_rank());
   const int j0 = rank * J, units = min(J, S - j0);
@@ -600,7 +604,8 @@ inline Plan cluster_plan(int64_t batch, int64_t S, bool backward, int max_blocks
 // The plan of several clusters for a direction, each the plan of one
 // cluster for its p.rows consecutive rows (packed: the longest rows in the
 // first cluster), or blocks = 0: the batch split into as many clusters as
-// run at once (`active`, and blocks * clusters <= `sms`). The clusters share
+// run at once (`active`, and blocks * clusters <= `sms`), or `waves` times
+// as many (see the next overload). The clusters share
 // nothing (one that waits for an SM only runs later), and a step exchanges
 // within its cluster where the grid of lltm_sequence_persistent.cuh makes
 // an L2 round trip and a grid-wide synchronization.
@@ -622,16 +627,16 @@ inline Plan cluster_plan(int64_t batch, int64_t S, bool backward, int max_blocks
 // 120.4 to 120.5; against the grid: (64, 100), T = 500, 1545 to 848, (100,
 // 64) 203 to 81, (128, 128) 232 to 146, (32, 256) 221 to 153.
 inline Plan cluster_split_plan(int64_t batch, int64_t S, bool backward, int max_blocks, int active,
-                               int64_t sms, int64_t grid_rows, int32_t device) {
+                               int64_t sms, int64_t grid_rows, int32_t device, int64_t waves = 1) {
   if (max_blocks < 2 || S == 0 || batch <= kRows) return {};
   const int64_t J = (S + max_blocks - 1) / max_blocks, blocks = (S + J - 1) / J;
   const int64_t most = std::min<int64_t>(active, sms / blocks);
   if (most < 2) return {};
-  const int64_t rows = ((batch + most - 1) / most + kRows - 1) / kRows * kRows;
+  const int64_t rows = ((batch + most * waves - 1) / (most * waves) + kRows - 1) / kRows * kRows;
   const int64_t clusters = (batch + rows - 1) / rows;
   if (clusters < 2) return {};
   Plan p = cluster_plan(rows, S, backward, max_blocks, device, 0, true);
-  if (p.blocks == 0 || p.blocks * clusters > sms) return {};
+  if (p.blocks == 0 || p.blocks * clusters > sms * waves) return {};
   if (rows * 3 * S * p.units > kClusterWork &&
       (backward || (grid_rows > 0 && 4 * rows > 5 * grid_rows)))
     return {};
@@ -650,12 +655,45 @@ inline Plan cluster_split_plan(int64_t batch, int64_t S, bool backward, int max_
 // and 3709 to 812 and 1057; packed, lengths in [5, 50], (600, 32, 64)
 // inference 1549 and 1580 to 613 and 918 (LSTM 1383 to 2044), training
 // 4939 and 6228 to 2599 and 2940 (LSTM 5752 to 7311).
+// A larger batch runs in waves: more clusters than run at once, the later
+// ones as SMs free up (packed, the shortest rows last, each cluster ending
+// at its longest row's last step), the fewest waves that fit. A wave's step
+// costs a fixed latency (about kClusterWork multiply-adds of a block's time)
+// plus the block's work, and the waves are taken while their sum stays
+// within what one cuBLAS step costs: the backward's, two GEMMs and more, is
+// twice the float forward's; a 16-bit forward's, at fixed length, about
+// half. On an H200, T = 50, F = S / 2 (S at 16), fixed length, waves
+// against cuBLAS per step, us, float forward and backward: (B, S) = (8000,
+// 16), 9 and 9 waves, 767 against 1527, 970 against 2272; (7680, 64), 8
+// waves, 1161 against 1210; (8000, 64), 9 and 9 waves, 1319 against 1371,
+// 2005 against 2662; (12000, 64), 13 waves, 1994 against 1898, 2882
+// against 3158; (16000, 64), 17 waves, 2482 against 2310, 3877 against
+// 3530; (2000, 128), 5 and 7 waves (28 and 20 rows a cluster), 1266
+// against 1486, 1500 against 2490; (2400, 128), 5 waves of 32 rows, 1347
+// and 1357 against 1193 and 1202; (4000, 128), 9 and 14 waves, 2400
+// against 1670, 2934 against 2882; (512, 256), 3 and 9 waves, 955 against
+// 1362, 1454 against 2535; (960, 256), backward, 16 waves, 2431 against
+// 2133. bf16 forward: (3840, 64), 4 waves, 554 and 559 against 665 and
+// 682; (7680, 64), 8 waves, 1066 against 764; (1260, 128), 3 waves, 582
+// and 585 against 550 and 627; (2400, 128), 5 waves, 1244 against 716.
+// The budgets, in kClusterWork:
+constexpr int64_t kForwardWaves = 12, kHalfForwardWaves = 7, kBackwardWaves = 24;
 inline Plan cluster_split_plan(int64_t batch, int64_t S, bool backward, const ClusterFit& fit,
-                               int64_t sms, int64_t grid_rows, int32_t device) {
+                               int64_t sms, int64_t grid_rows, int32_t device, bool half) {
   const Plan p =
       cluster_split_plan(batch, S, backward, fit.blocks, fit.active, sms, grid_rows, device);
   if (p.blocks > 0 || grid_rows > 0) return p;
-  return cluster_split_plan(batch, S, backward, fit.blocks / 2, fit.half_active, sms, 0, device);
+  const int64_t budget = (backward ? kBackwardWaves
+                          : half   ? kHalfForwardWaves
+                                   : kForwardWaves) *
+                         kClusterWork;
+  for (int64_t waves = 1; waves * kClusterWork <= budget; ++waves) {
+    const Plan w = cluster_split_plan(batch, S, backward, fit.blocks / 2, fit.half_active, sms, 0,
+                                      device, waves);
+    if (w.blocks > 0)
+      return waves * (3 * w.rows * w.chunk * w.units + kClusterWork) <= budget ? w : Plan{};
+  }
+  return {};
 }
 
 // Whether an inference forward that one cluster takes (p, cluster_plan's,

@@ -913,6 +913,22 @@ __device__ inline int step_rows(const Args& a, int t) {
   return a.batch;
 }
 
+// The steps that row `row` takes part in: packed, its sequence's length (the
+// steps' rows do not increase), found by bisection; else T.
+template <class Args>
+__device__ inline int row_steps(const Args& a, int row) {
+  if constexpr (!Args::kPacked) return a.T;
+  int lo = 1, hi = a.T;  // step lo - 1 has the row
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (step_rows(a, mid - 1) > row)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 // What the grid and the cluster kernels share: the W slices a block keeps,
 // and one element (batch row b, hidden unit s) of a step's gate pass.
 
