@@ -662,13 +662,16 @@ inline Plan cluster_split_plan(int64_t batch, int64_t S, bool backward, int max_
 // plus the block's work, and the waves are taken while their sum stays
 // within what one cuBLAS step costs: the backward's, two GEMMs and more, is
 // twice the float forward's; a 16-bit forward's, at fixed length, about
-// half. On an H200, T = 50, F = S / 2 (S at 16), fixed length, waves
-// against cuBLAS per step, us, float forward and backward: (B, S) = (8000,
-// 16), 9 and 9 waves, 767 against 1527, 970 against 2272; (7680, 64), 8
-// waves, 1161 against 1210; (8000, 64), 9 and 9 waves, 1319 against 1371,
-// 2005 against 2662; (12000, 64), 13 waves, 1994 against 1898, 2882
-// against 3158; (16000, 64), 17 waves, 2482 against 2310, 3877 against
-// 3530; (2000, 128), 5 and 7 waves (28 and 20 rows a cluster), 1266
+// half. Packed, a cuBLAS step costs more and the later waves, of shorter
+// rows, less: the forward's budget doubles (float (8000, 64), 9 waves,
+// 1693 against 1880 us; (12000, 64), 13 waves, 2743 against 2832, with
+// cuDNN's LSTM at 2724 and 5252 in the new processes, 2271 and 3605 in the
+// old; (1024, 256), 5 waves, 1344 against 2190). On an H200, T = 50,
+// F = S / 2 (S at 16), fixed length, waves against cuBLAS per step, us,
+// float forward and backward: (B, S) = (8000, 16), 9 and 9 waves, 767 against 1527, 970 against
+// 2272; (7680, 64), 8 waves, 1161 against 1210; (8000, 64), 9 and 9 waves, 1319 against 1371, 2005
+// against 2662; (12000, 64), 13 waves, 1994 against 1898, 2882 against 3158; (16000, 64), 17 waves,
+// 2482 against 2310, 3877 against 3530; (2000, 128), 5 and 7 waves (28 and 20 rows a cluster), 1266
 // against 1486, 1500 against 2490; (2400, 128), 5 waves of 32 rows, 1347
 // and 1357 against 1193 and 1202; (4000, 128), 9 and 14 waves, 2400
 // against 1670, 2934 against 2882; (512, 256), 3 and 9 waves, 955 against
@@ -676,17 +679,21 @@ inline Plan cluster_split_plan(int64_t batch, int64_t S, bool backward, int max_
 // 2133. bf16 forward: (3840, 64), 4 waves, 554 and 559 against 665 and
 // 682; (7680, 64), 8 waves, 1066 against 764; (1260, 128), 3 waves, 582
 // and 585 against 550 and 627; (2400, 128), 5 waves, 1244 against 716.
-// The budgets, in kClusterWork:
+// The waves' budgets, in kClusterWork:
 constexpr int64_t kForwardWaves = 12, kHalfForwardWaves = 7, kBackwardWaves = 24;
+
+// The waves' budget of a direction, in kClusterWork (16-bit: `half`).
+inline int64_t wave_budget(bool backward, bool half, bool packed) {
+  if (backward) return kBackwardWaves;
+  return (half ? kHalfForwardWaves : kForwardWaves) * (packed ? 2 : 1);
+}
+
 inline Plan cluster_split_plan(int64_t batch, int64_t S, bool backward, const ClusterFit& fit,
-                               int64_t sms, int64_t grid_rows, int32_t device, bool half) {
+                               int64_t sms, int64_t grid_rows, int32_t device, int64_t units) {
   const Plan p =
       cluster_split_plan(batch, S, backward, fit.blocks, fit.active, sms, grid_rows, device);
   if (p.blocks > 0 || grid_rows > 0) return p;
-  const int64_t budget = (backward ? kBackwardWaves
-                          : half   ? kHalfForwardWaves
-                                   : kForwardWaves) *
-                         kClusterWork;
+  const int64_t budget = units * kClusterWork;  // (units: wave_budget's)
   for (int64_t waves = 1; waves * kClusterWork <= budget; ++waves) {
     const Plan w = cluster_split_plan(batch, S, backward, fit.blocks / 2, fit.half_active, sms, 0,
                                       device, waves);

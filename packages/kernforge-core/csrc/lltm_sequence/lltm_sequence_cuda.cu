@@ -122,11 +122,11 @@ struct CudaSequence {
   // size) the grid multiplies on tensor cores where cuda_seq::plan says so.
   // HeldKernel: the cluster kernel for a plan that holds W_h in registers
   // (plan.held), where its clusters are as large as ClusterKernel's.
-  // `half`: 16-bit elements (the split's waves, cuda_seq::cluster_split_plan).
+  // `wave_budget`: the split's (cuda_seq::wave_budget).
   template <auto ClusterKernel, auto GridKernel, auto HeldKernel = ClusterKernel, class Make>
   static Ran run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device,
                  int64_t features = 0, int64_t grid_features = 0, bool split = false,
-                 bool split_first = false, int mma = 0, bool half = false) {
+                 bool split_first = false, int mma = 0, int64_t wave_budget = 0) {
     const cuda_seq::ClusterFit fit = cuda_seq::cluster_fit<ClusterKernel>(device);
     const auto launch = [&](const cuda_seq::Plan& p) {
       if (p.held && cuda_seq::max_cluster<HeldKernel>(device) == fit.blocks)
@@ -144,7 +144,7 @@ struct CudaSequence {
     if (split) {
       const cuda_seq::Plan clusters =
           cuda_seq::cluster_split_plan(batch, state, backward, fit, cuda::sm_count(device),
-                                       grid.blocks > 0 ? grid.rows : 0, device, half);
+                                       grid.blocks > 0 ? grid.rows : 0, device, wave_budget);
       if (clusters.blocks > 0) {
         launch(clusters);
         return Ran::clusters;
@@ -293,7 +293,8 @@ struct CudaSequence {
           ran = run<cuda_seq::cluster_forward_kernel<scalar_t, P>, grid,
                     cuda_seq::cluster_forward_kernel<scalar_t, P, cuda_seq::kHeld>>(
                     make, r.batch, r.state, false, r.device, fusable(r), grid_features, splits(r),
-                    splits_first(r), mma, sizeof(scalar_t) == 2) != Ran::none;
+                    splits_first(r), mma,
+                    cuda_seq::wave_budget(false, sizeof(scalar_t) == 2, P)) != Ran::none;
         });
       }
     });
@@ -336,7 +337,8 @@ struct CudaSequence {
           const int mma =
               sizeof(scalar_t) == 2 && cuda::binary_version<grid>(r.device) >= 80 ? 2 : 0;
           const Ran kind = run<cuda_seq::cluster_backward_kernel<scalar_t, P>, grid>(
-              make, r.batch, r.state, true, r.device, 0, 0, true, true, mma, sizeof(scalar_t) == 2);
+              make, r.batch, r.state, true, r.device, 0, 0, true, true, mma,
+              cuda_seq::wave_budget(true, sizeof(scalar_t) == 2, P));
           ran = SeqRan{kind != Ran::none, kind == Ran::cluster && r.d_b != nullptr};
         });
       }
