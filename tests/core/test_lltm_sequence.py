@@ -55,7 +55,11 @@ DTYPES = pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).remove
 # of 4 rows (B = 16, S = 128), 2, the last of one (B = 5), 7 of 40, the
 # last of 16 (B = 256, S = 128), 7 of 44, the last of 36 (B = 300, S = 64,
 # which stepped by cuBLAS before); not where a block's work a step is above
-# one cluster's bound (B = 33, S = 300: the grid). No input features (F = 0: the
+# one cluster's bound (B = 33, S = 300: the grid). Where the grid would run,
+# clusters of half the blocks (8 at S = 256) in waves: the backward's in 2
+# waves of 4 rows (B = 64) or 5 (B = 256); the forward's 8 clusters of 8
+# rows at B = 64, while at B = 256 its 2 waves stay on the grid (at fixed
+# length each wave takes every step). No input features (F = 0: the
 # projection is zeros), and a wide input (F = 2100) on one cluster. In float
 # the cluster multiplies x itself where F % 4 == 0 and F <= 64: one step at
 # F = 64, two steps, an odd number of steps at the benchmark's (16, 32, 128)
@@ -110,6 +114,8 @@ SIZES = [
     (3, 48, 5, 1000),
     (3, 256, 6, 128),
     (5, 256, 6, 128),
+    (5, 64, 4, 256),
+    (5, 256, 4, 256),
     (7, 100, 5, 64),
     (4, 300, 8, 64),
     # an even S not a multiple of 4 on the grid: its rows staged two values a load
@@ -360,6 +366,45 @@ def test_16bit_forward_of_256_rows_at_1024_runs_on_the_grid(dtype):
     assert sum("cuda_seq::forward_kernel" in n for n in names) == 1, names
     assert not [n for n in names if "step_forward_kernel" in n or "cuda_seq::backward_kernel" in n]
     assert sum("gates_backward_kernel" in n for n in names) == 3, names
+
+
+# Where the grid would run (B = 256, S = 256), clusters of half the blocks
+# take the batch in waves: the backward always, the float forward where its
+# waves end within the steps (packed: the second wave on the shortest
+# rows). A fixed-length forward's two waves would each take every step, and
+# the 16-bit grid's step is as fast as a cluster's: those forwards stay on
+# the grid. (Their values: PACKED_SIZES and SIZES.)
+@pytest.mark.cuda
+@pytest.mark.parametrize(
+    ("packed", "dtype", "forward"),
+    [
+        (True, torch.float32, "cluster_forward_kernel"),
+        (False, torch.float32, "cuda_seq::forward_kernel"),
+        (True, torch.bfloat16, "cuda_seq::forward_kernel"),
+    ],
+    ids=["packed-float32", "fixed-float32", "packed-bfloat16"],
+)
+def test_clusters_take_the_grids_batch_where_faster(packed, dtype, forward):
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("thread-block clusters need compute capability 9.0")
+    gen = torch.Generator().manual_seed(68)
+    if packed:
+        x, sizes, (W, b, h0, c0) = _packed_inputs(256, 5, 256, 7, dtype, "cuda", gen)
+        kwargs = {"batch_sizes": torch.tensor(sizes)}
+    else:
+        x, W, b, h0, c0 = _inputs(7, 256, 5, 256, dtype, "cuda", gen)
+        kwargs = {}
+    ins = [t.requires_grad_() for t in (x, W, b, h0, c0)]
+
+    def step():
+        out, (h_n, c_n) = kernforge.lltm_sequence(*ins, **kwargs)
+        (out.float().sum() + h_n.float().sum() + c_n.float().sum()).backward()
+
+    step()  # (the first call's one-time work out of the count)
+    names = _cuda_kernels(step)
+    assert sum(forward in n for n in names) == 1, names
+    assert sum("cluster_backward_kernel" in n for n in names) == 1, names
+    assert not [n for n in names if "cuda_seq::backward_kernel" in n or "step_forward" in n], names
 
 
 # Past the persistent kernels' sizes (B = 300, S = 776; B = 160, S = 1100,
@@ -1618,14 +1663,16 @@ def test_bad_backward_input(device):
 # groups (B = 100), on tensor cores in every dtype (S = 512, the
 # benchmark's); clusters of 8 blocks, for a batch too large for those of 16
 # and the grid (B = 600, S = 64), in two waves (B = 1000) and in three of
-# shorter rows than the first's (B = 2000); cuBLAS per step (B = 300, S =
-# 512: no cluster of rows has the shared memory for W's slice); no input
-# features. (Past the persistent kernels in half and bfloat16:
+# shorter rows than the first's (B = 2000); in place of the grid (B = 256,
+# S = 256), the backward in 5 waves and the float forward in 2, the second
+# on the shortest rows; cuBLAS per step (B = 300, S = 512: no cluster of
+# rows has the shared memory for W's slice); no input features. (Past the
+# persistent kernels in half and bfloat16:
 # test_large_batches_equal_the_reference.)
 PACKED_SIZES = [
     (5, 3, 4), (16, 32, 128), (33, 20, 40), (64, 5, 64), (12, 4, 256), (33, 7, 300), (64, 6, 521),
     (100, 6, 521), (64, 6, 512), (40, 5, 777), (200, 6, 96), (300, 8, 64), (600, 4, 64), (1000, 4, 64),
-    (2000, 3, 32), (300, 4, 512), (6, 0, 12), (256, 5, 1024),
+    (2000, 3, 32), (256, 5, 256), (300, 4, 512), (6, 0, 12), (256, 5, 1024),
 ]  # fmt: skip
 
 

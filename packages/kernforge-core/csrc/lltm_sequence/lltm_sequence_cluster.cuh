@@ -26,6 +26,9 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "lltm_sequence/lltm_sequence_persistent.cuh"
 
 namespace kernforge::cuda_seq {
@@ -688,17 +691,80 @@ inline int64_t wave_budget(bool backward, bool half, bool packed) {
   return (half ? kHalfForwardWaves : kForwardWaves) * (packed ? 2 : 1);
 }
 
+// A direction's steps, for the split's plan: T and, packed, the host's
+// T + 1 offsets (null at fixed length); `over_grid`: whether waves of
+// smaller clusters may take a batch that the grid would run.
+struct SplitSteps {
+  int64_t steps = 0;
+  const int64_t* offsets = nullptr;
+  bool over_grid = false;
+};
+
+// The steps that the split p's clusters take end to end, `at_once` of them
+// running: each its longest row's steps (packed, its first row's), started
+// in order as one ends; at fixed length, p's waves times T.
+inline int64_t split_steps(const Plan& p, int64_t at_once, const SplitSteps& s) {
+  std::vector<int64_t> ends(static_cast<size_t>(std::min<int64_t>(at_once, p.clusters)), 0);
+  for (int64_t c = 0; c < p.clusters; ++c) {
+    int64_t steps = s.steps;  // of row c * rows: the steps whose batch size exceeds it
+    if (s.offsets) {
+      int64_t lo = 0;
+      while (lo < steps) {
+        const int64_t mid = (lo + steps) / 2;
+        if (s.offsets[mid + 1] - s.offsets[mid] > c * p.rows)
+          lo = mid + 1;
+        else
+          steps = mid;
+      }
+    }
+    *std::min_element(ends.begin(), ends.end()) += steps;
+  }
+  return *std::max_element(ends.begin(), ends.end());
+}
+
+// A block's multiply-adds a step in plan p at S: its rows x 3S x its units.
+inline int64_t block_work(const Plan& p, int64_t S) {
+  return 3 * p.rows * S * p.units;
+}
+
+// With split.over_grid, the split in waves of clusters of half the blocks
+// also takes a batch that the `grid` would run: the backward's wherever it
+// fits (on an H200, T = 64, F = S / 2, training steps, us: (B, S) = (256,
+// 256), 5 waves, 1846 against 1618; (100, 256) 1039 against 831, bf16 1457
+// against 938; (256, 192) 1521 against 1376; packed, lengths in [5, 50],
+// (100, 256) 2428 against 2329), the forward's where its steps end to end
+// (split_steps) cost less than T of the grid's. A step costs a block's
+// work plus a fixed latency, the grid's more for its grid-wide
+// synchronization through L2: kClusterLatency and kGridLatency, fitted to
+// these A/B runs. On an H200, float inference, T = 64, F = S / 2, packed
+// (T = 50) lengths in [5, 50] unless said: (64, 256), 8 clusters, 362
+// against 293 us, packed 656 against 625; (96, 256) 402 against 326; packed
+// (256, 256), 2 waves ending within T, 611 against 556, lengths in [15, 50]
+// (52 steps) 814 against 772; (256, 320) 834 against 671. About even at
+// (64, 320), 8 clusters of twice the grid's work, 389 against 399, and
+// (256, 256), lengths in [30, 50] (74 steps), 811 against 855; slower at
+// fixed length, 2 waves of T steps, 449 against 565.
+constexpr int64_t kClusterLatency = 2 * kClusterWork, kGridLatency = 3 * kClusterWork;
+
 inline Plan cluster_split_plan(int64_t batch, int64_t S, bool backward, const ClusterFit& fit,
-                               int64_t sms, int64_t grid_rows, int32_t device, int64_t units) {
+                               int64_t sms, const Plan& grid, int32_t device, int64_t units,
+                               const SplitSteps& split = {}) {
+  const int64_t grid_rows = grid.blocks > 0 ? grid.rows : 0;
   const Plan p =
       cluster_split_plan(batch, S, backward, fit.blocks, fit.active, sms, grid_rows, device);
-  if (p.blocks > 0 || grid_rows > 0) return p;
+  if (p.blocks > 0 || (grid_rows > 0 && !split.over_grid)) return p;
   const int64_t budget = units * kClusterWork;  // (units: wave_budget's)
   for (int64_t waves = 1; waves * kClusterWork <= budget; ++waves) {
     const Plan w = cluster_split_plan(batch, S, backward, fit.blocks / 2, fit.half_active, sms, 0,
                                       device, waves);
-    if (w.blocks > 0)
-      return waves * (3 * w.rows * w.chunk * w.units + kClusterWork) <= budget ? w : Plan{};
+    if (w.blocks == 0) continue;
+    if (waves * (block_work(w, S) + kClusterWork) > budget) return {};
+    if (grid_rows == 0 || backward) return w;
+    const int64_t at_once = std::min<int64_t>(fit.half_active, sms / w.blocks);
+    return split_steps(w, at_once, split) * (block_work(w, S) + kClusterLatency) <=
+                   split.steps * (block_work(grid, S) + kGridLatency)
+               ? w
+               : Plan{};
   }
   return {};
 }

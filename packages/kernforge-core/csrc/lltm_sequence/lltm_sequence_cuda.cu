@@ -1,8 +1,8 @@
 // The LLTM sequence on CUDA: the driver of lltm_sequence_math.h. At small
 // batch (float, half, bfloat16) the whole recurrence is one persistent kernel
 // per direction: one thread-block cluster for the smallest sequences
-// (lltm_sequence_cluster.cuh; the forward of a larger batch: a cluster for
-// each share of its rows), else a cooperative grid
+// (lltm_sequence_cluster.cuh; a larger batch: a cluster for each share of
+// its rows, in waves where more than run at once), else a cooperative grid
 // (lltm_sequence_persistent.cuh); a single step of a few rows (a generated
 // token) is one matrix-vector kernel (lltm_sequence_token.cuh), of any
 // floating dtype; otherwise cuBLAS GEMMs (half and bfloat16 straight
@@ -122,11 +122,12 @@ struct CudaSequence {
   // size) the grid multiplies on tensor cores where cuda_seq::plan says so.
   // HeldKernel: the cluster kernel for a plan that holds W_h in registers
   // (plan.held), where its clusters are as large as ClusterKernel's.
-  // `wave_budget`: the split's (cuda_seq::wave_budget).
+  // `wave_budget` and `steps`: the split's (cuda_seq::wave_budget, SplitSteps).
   template <auto ClusterKernel, auto GridKernel, auto HeldKernel = ClusterKernel, class Make>
   static Ran run(const Make& make, int64_t batch, int64_t state, bool backward, int32_t device,
                  int64_t features = 0, int64_t grid_features = 0, bool split = false,
-                 bool split_first = false, int mma = 0, int64_t wave_budget = 0) {
+                 bool split_first = false, int mma = 0, int64_t wave_budget = 0,
+                 const cuda_seq::SplitSteps& steps = {}) {
     const cuda_seq::ClusterFit fit = cuda_seq::cluster_fit<ClusterKernel>(device);
     const auto launch = [&](const cuda_seq::Plan& p) {
       if (p.held && cuda_seq::max_cluster<HeldKernel>(device) == fit.blocks)
@@ -142,9 +143,8 @@ struct CudaSequence {
     }
     const cuda_seq::Plan grid = cuda_seq::plan(batch, state, backward, device, grid_features, mma);
     if (split) {
-      const cuda_seq::Plan clusters =
-          cuda_seq::cluster_split_plan(batch, state, backward, fit, cuda::sm_count(device),
-                                       grid.blocks > 0 ? grid.rows : 0, device, wave_budget);
+      const cuda_seq::Plan clusters = cuda_seq::cluster_split_plan(
+          batch, state, backward, fit, cuda::sm_count(device), grid, device, wave_budget, steps);
       if (clusters.blocks > 0) {
         launch(clusters);
         return Ran::clusters;
@@ -290,11 +290,15 @@ struct CudaSequence {
           const int mma = cuda::binary_version<grid>(r.device) >= 80 && grid_features == 0
                               ? static_cast<int>(sizeof(scalar_t))
                               : 0;
+          // Waves of clusters in place of the grid in float: the 16-bit
+          // grid's step, on tensor cores, cost as little as theirs (on an
+          // H200, (B, S) = (256, 256), packed, 844 us against 849).
+          const cuda_seq::SplitSteps steps{r.steps, r.host_offsets, sizeof(scalar_t) == 4};
           ran = run<cuda_seq::cluster_forward_kernel<scalar_t, P>, grid,
                     cuda_seq::cluster_forward_kernel<scalar_t, P, cuda_seq::kHeld>>(
                     make, r.batch, r.state, false, r.device, fusable(r), grid_features, splits(r),
-                    splits_first(r), mma,
-                    cuda_seq::wave_budget(false, sizeof(scalar_t) == 2, P)) != Ran::none;
+                    splits_first(r), mma, cuda_seq::wave_budget(false, sizeof(scalar_t) == 2, P),
+                    steps) != Ran::none;
         });
       }
     });
@@ -336,9 +340,10 @@ struct CudaSequence {
           constexpr auto grid = cuda_seq::backward_kernel<scalar_t, P>;
           const int mma =
               sizeof(scalar_t) == 2 && cuda::binary_version<grid>(r.device) >= 80 ? 2 : 0;
+          const cuda_seq::SplitSteps steps{r.steps, nullptr, true};
           const Ran kind = run<cuda_seq::cluster_backward_kernel<scalar_t, P>, grid>(
               make, r.batch, r.state, true, r.device, 0, 0, true, true, mma,
-              cuda_seq::wave_budget(true, sizeof(scalar_t) == 2, P));
+              cuda_seq::wave_budget(true, sizeof(scalar_t) == 2, P), steps);
           ran = SeqRan{kind != Ran::none, kind == Ran::cluster && r.d_b != nullptr};
         });
       }

@@ -74,7 +74,8 @@ struct SeqStepBackward {
 // not null (each row's h at its last step). All else contiguous.
 // Packed: `offsets` (T + 1 int64 on the device) gives step t's rows
 // [offsets[t], offsets[t + 1]) of every [N, ...] tensor, B = B_0 rows the
-// most, and grad_output's row stride is its second stride (the first is 0).
+// most, and grad_output's row stride is its second stride (the first is 0);
+// the forward's `host_offsets` are the same on the host (its plan's).
 struct SeqRecurrence {
   const void *P, *x, *bias, *W, *h0, *c0;
   void *gates, *cells, *output, *c_n, *h_n;
@@ -82,6 +83,7 @@ struct SeqRecurrence {
   int64_t ldw, features, steps, batch, state;
   ScalarType dtype;
   int32_t device;
+  const int64_t* host_offsets = nullptr;
 };
 
 // A recurrence's buffers in its dtype, for the passes of a generated token
@@ -508,6 +510,7 @@ SeqOut forward(const Tensor& x, const Tensor& W, const Tensor& b, const std::opt
   recurrence.c_n = c_n.data_ptr();
   recurrence.h_n = h_n.defined() ? h_n.data_ptr() : nullptr;
   recurrence.offsets = packed ? static_cast<const int64_t*>(index.data_ptr()) : nullptr;
+  recurrence.host_offsets = packed ? st.offsets.data() : nullptr;
   const bool whole = Backend::recurrence(recurrence);
   if (whole) return {output, h_n, c_n, gates, cells};
   if (projected)
