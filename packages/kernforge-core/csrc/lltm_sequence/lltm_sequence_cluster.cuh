@@ -706,17 +706,8 @@ struct SplitSteps {
 inline int64_t split_steps(const Plan& p, int64_t at_once, const SplitSteps& s) {
   std::vector<int64_t> ends(static_cast<size_t>(std::min<int64_t>(at_once, p.clusters)), 0);
   for (int64_t c = 0; c < p.clusters; ++c) {
-    int64_t steps = s.steps;  // of row c * rows: the steps whose batch size exceeds it
-    if (s.offsets) {
-      int64_t lo = 0;
-      while (lo < steps) {
-        const int64_t mid = (lo + steps) / 2;
-        if (s.offsets[mid + 1] - s.offsets[mid] > c * p.rows)
-          lo = mid + 1;
-        else
-          steps = mid;
-      }
-    }
+    // each cluster's first row, c * rows, takes part in the most steps
+    const int64_t steps = s.offsets ? packed_row_steps(s.offsets, s.steps, c * p.rows) : s.steps;
     *std::min_element(ends.begin(), ends.end()) += steps;
   }
   return *std::max_element(ends.begin(), ends.end());

@@ -913,20 +913,29 @@ __device__ inline int step_rows(const Args& a, int t) {
   return a.batch;
 }
 
-// The steps that row `row` takes part in: packed, its sequence's length (the
-// steps' rows do not increase), found by bisection; else T.
+// The steps of a packed batch that row `row` takes part in: those whose
+// batch size (offsets[t + 1] - offsets[t], not increasing over the T steps)
+// exceeds it, found by bisection. The kernels (row_steps) and the host's
+// plan of a split (split_steps) share it.
+__host__ __device__ inline int64_t packed_row_steps(const int64_t* offsets, int64_t T,
+                                                    int64_t row) {
+  int64_t lo = 0, hi = T;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (offsets[mid + 1] - offsets[mid] > row)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// The steps that row `row` takes part in: packed, its sequence's length;
+// else T.
 template <class Args>
 __device__ inline int row_steps(const Args& a, int row) {
   if constexpr (!Args::kPacked) return a.T;
-  int lo = 1, hi = a.T;  // step lo - 1 has the row
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (step_rows(a, mid - 1) > row)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
+  return static_cast<int>(packed_row_steps(a.offsets, a.T, row));
 }
 
 // What the grid and the cluster kernels share: the W slices a block keeps,
