@@ -122,11 +122,11 @@ SIZES = [
     (4, 20, 6, 650),
     (6, 20, 10, 650),
     # one step of a few rows (a generated token): one matrix-vector kernel on
-    # CUDA, four values a load (B = 8, the most it takes) or one (F = 7);
-    # B = 9 takes the persistent kernels
-    (1, 8, 40, 648),
+    # CUDA, four values a load (B = 12, of its 16 rows a block) or one
+    # (F = 7); B = 17, past the 16 it takes, the persistent kernels
+    (1, 12, 40, 648),
     (1, 1, 7, 650),
-    (1, 9, 16, 24),
+    (1, 17, 16, 24),
     # a token of a batch past it (a beam, a batched generation): the grid
     # staging W's rows 16 bytes a load (S + F a multiple of 8)
     (1, 40, 64, 512),
@@ -2194,23 +2194,24 @@ def _token_kernels(fn):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize(
-    "layers, hidden, launches",
-    [(2, 200, ["token_layers_kernel"]),  # one cooperative launch
-     (5, 64, ["token_layers_kernel", "token_forward_kernel"]),  # four layers a launch at most
-     (2, None, ["token_forward_kernel"] * 2)],  # more blocks than one wave holds
-    ids=["2-layers", "5-layers", "beyond-a-wave"],
+    "layers, hidden, batch, launches",
+    [(2, 200, 2, ["token_layers_kernel"]),  # one cooperative launch
+     (2, 200, 16, ["token_layers_kernel"]),  # of the most rows it takes
+     (5, 64, 2, ["token_layers_kernel", "token_forward_kernel"]),  # four layers a launch at most
+     (2, None, 2, ["token_forward_kernel"] * 2)],  # more blocks than one wave holds
+    ids=["2-layers", "16-rows", "5-layers", "beyond-a-wave"],
 )  # fmt: skip
-def test_token_layers_launches(layers, hidden, launches):
+def test_token_layers_launches(layers, hidden, batch, launches):
     # A token's layers in as few launches as fit, equal bit for bit to the
     # layers one by one (the same per-layer arithmetic).
     if hidden is None:
         hidden = 16 * torch.cuda.get_device_properties(0).multi_processor_count + 8
     gen = torch.Generator(device="cuda").manual_seed(121)
-    x = torch.randn(1, 2, hidden, device="cuda", generator=gen)
+    x = torch.randn(1, batch, hidden, device="cuda", generator=gen)
     weights = [torch.randn(3 * hidden, 2 * hidden, device="cuda", generator=gen) / hidden
                for _ in range(layers)]  # fmt: skip
     biases = [torch.randn(3 * hidden, device="cuda", generator=gen) for _ in range(layers)]
-    h0, c0 = (torch.randn(layers, 2, hidden, device="cuda", generator=gen) for _ in range(2))
+    h0, c0 = (torch.randn(layers, batch, hidden, device="cuda", generator=gen) for _ in range(2))
     op = torch.ops.kernforge.lltm_sequence_layers_inference
     result = []
     assert _token_kernels(lambda: result.extend(op(x, weights, biases, h0, c0))) == launches
@@ -2223,13 +2224,21 @@ def test_token_layers_launches(layers, hidden, launches):
 
 
 @pytest.mark.cuda
-def test_generation_loop_captures_into_a_cuda_graph():
+@pytest.mark.parametrize(
+    "dtype, batch",
+    [(torch.float32, 1),  # the token kernel
+     (torch.float32, 16),  # the token kernel, of the most rows it takes
+     (torch.bfloat16, 12),  # cuBLAS GEMMs and a gate kernel a layer, as captured
+     (torch.float32, 40)],  # the persistent kernels
+    ids=str,
+)  # fmt: skip
+def test_generation_loop_captures_into_a_cuda_graph(dtype, batch):
     # out, h = rnn(x_t, h) captured once, replayed token after token with the
     # state fed back: each token's h equals the reference's.
     gen = torch.Generator().manual_seed(119)
-    model = kernforge.nn.LLTMSequence(200, 200, 2, device="cuda").eval()
-    x = random((1, 1, 200), torch.float32, "cuda", gen)
-    hx = tuple(random((2, 1, 200), torch.float32, "cuda", gen) for _ in range(2))
+    model = kernforge.nn.LLTMSequence(200, 200, 2, device="cuda", dtype=dtype).eval()
+    x = random((1, batch, 200), dtype, "cuda", gen)
+    hx = tuple(random((2, batch, 200), dtype, "cuda", gen) for _ in range(2))
     start = tuple(t.clone() for t in hx)
     with torch.no_grad():
         stream = torch.cuda.Stream()
@@ -2248,10 +2257,11 @@ def test_generation_loop_captures_into_a_cuda_graph():
             hx[1].copy_(c)
             got.append(h.clone())
         torch.cuda.synchronize()
-        state = start
+        dense = copy.deepcopy(model).double()
+        state = tuple(t.double() for t in start)
         for h_t in got:
-            _, state = model.reference(x, state)
-            close(h_t, state[0], **TOL[torch.float32])
+            _, state = dense.reference(x.double(), state)
+            close(h_t.double(), state[0], **TOL[dtype])
 
 
 @pytest.mark.cuda

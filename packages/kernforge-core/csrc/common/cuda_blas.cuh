@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/cuda_utils.cuh"
+
 namespace kernforge::cuda {
 
 struct Blas {
@@ -58,10 +60,7 @@ inline void* blas_handle(int32_t device, cudaStream_t stream) {
   thread_local void* handles[kDevices] = {};
   if (device < 0 || device >= kDevices || !blas()) return nullptr;
   if (!handles[device]) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
-        capture != cudaStreamCaptureStatusNone)
-      return nullptr;
+    if (capturing(stream)) return nullptr;
     void* handle = nullptr;
     if (blas()->create(&handle) != 0) return nullptr;
     handles[device] = handle;

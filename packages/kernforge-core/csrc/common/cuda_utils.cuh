@@ -18,6 +18,14 @@ inline cudaStream_t current_stream(int32_t device) {
   return static_cast<cudaStream_t>(stream);
 }
 
+// Whether `stream` is capturing into a CUDA graph (true where that cannot be
+// told): work queued there runs at replay, where the host's time is not spent.
+inline bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
+         capture != cudaStreamCaptureStatusNone;
+}
+
 // ask(device), a nonzero int, asked once per device (for the first 64
 // devices; past them, every call). Each call site's `ask` is a type of its
 // own, and so has a cache of its own.

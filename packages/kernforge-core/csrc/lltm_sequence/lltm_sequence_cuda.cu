@@ -189,9 +189,28 @@ struct CudaSequence {
   // (cuda_seq::split_pays): in inference (no gates kept).
   static bool splits_first(const SeqRecurrence& r) { return splits(r) && r.gates == nullptr; }
 
+  // Whether a step (T = 1) runs as cuBLAS GEMMs and one gate kernel, not in
+  // a kernel of ours: in half and bfloat16 past kTokenCapturedBatch rows,
+  // while the stream captures a CUDA graph. At replay only the device's time
+  // counts, and the tensor cores' GEMMs take less of it than the token and
+  // persistent kernels there (on an H200, S = 640, bfloat16, a replayed step
+  // of 12 to 128 rows: 13.4 to 15.2 us against 15.5 to 29.9); run eagerly,
+  // the host's time for their five launches would outweigh that.
+  static constexpr int64_t kTokenCapturedBatch = 8;
+  static bool steps_captured(const SeqRecurrence& r) {
+    return r.steps == 1 && r.batch > kTokenCapturedBatch && element_size(r.dtype) == 2 &&
+           cuda::capturing(cuda::current_stream(r.device));
+  }
+
+  // Whether the token kernel runs r's step.
+  static bool token_fits(const SeqRecurrence& r) {
+    return cuda_seq::token_fits(r.steps, r.batch) && !steps_captured(r);
+  }
+
   // Whether recurrence(r) multiplies x by W_x itself (the driver then makes no P).
   static bool projects_input(const SeqRecurrence& r) {
-    if (cuda_seq::token_fits(r.steps, r.batch)) return true;
+    if (steps_captured(r)) return false;
+    if (token_fits(r)) return true;
     if (fusable(r) == 0) return false;
     const int blocks =
         cuda_seq::max_cluster<cuda_seq::cluster_forward_kernel<float, false>>(r.device);
@@ -223,8 +242,7 @@ struct CudaSequence {
   // kTokenMaxLayers layers; else each layer's recurrence.
   static bool token(const SeqRecurrence* layers, int64_t count) {
     bool tokens = true;
-    for (int64_t k = 0; k < count; ++k)
-      tokens = tokens && cuda_seq::token_fits(layers[k].steps, layers[k].batch);
+    for (int64_t k = 0; k < count; ++k) tokens = tokens && token_fits(layers[k]);
     if (!tokens) {
       for (int64_t k = 0; k < count; ++k)
         if (!recurrence(layers[k])) return false;
@@ -243,7 +261,8 @@ struct CudaSequence {
   }
 
   static bool recurrence(const SeqRecurrence& r) {
-    if (cuda_seq::token_fits(r.steps, r.batch)) {
+    if (steps_captured(r)) return false;
+    if (token_fits(r)) {
       dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
         using scalar_t = typename decltype(tag)::type;
         cuda_seq::launch_token(token_args<scalar_t>(r), r.device);

@@ -24,7 +24,7 @@
 namespace kernforge::cuda_seq {
 
 constexpr int kTokenThreads = 128;
-constexpr int64_t kTokenMaxBatch = 8;
+constexpr int64_t kTokenMaxBatch = 16;
 constexpr int kTokenMaxLayers = 4;  // layers of one launch (more: a launch each)
 
 // A step's buffers (TokenBuffers) and sizes: B = batch rows, S the state,
@@ -157,7 +157,7 @@ bool token_vectorizes(const TokenArgs<scalar_t>& a) {
          aligned(a.x) && aligned(a.h0);
 }
 
-// f(batch tag) with B the least of 1, 2, 4, 8 that holds `batch` rows.
+// f(batch tag) with B the least of 1, 2, 4, 8, 16 that holds `batch` rows.
 template <class F>
 void by_token_batch(int batch, const F& f) {
   if (batch <= 1)
@@ -166,8 +166,10 @@ void by_token_batch(int batch, const F& f) {
     f(std::integral_constant<int, 2>{});
   else if (batch <= 4)
     f(std::integral_constant<int, 4>{});
-  else
+  else if (batch <= 8)
     f(std::integral_constant<int, 8>{});
+  else
+    f(std::integral_constant<int, 16>{});
 }
 
 // One launch for a step of a.batch <= kTokenMaxBatch rows.
