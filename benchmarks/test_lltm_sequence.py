@@ -285,3 +285,46 @@ def test_lltm_sequence_generate(benchmark, impl, state):
         for _ in range(10):
             token()
         benchmark.pedantic(token, rounds=100, iterations=TOKENS, warmup_rounds=10)
+
+
+# A decoder's step replayed from a CUDA graph, as speech recognizers'
+# greedy transducer decoding runs its prediction network: T = 1, one layer
+# of S = F = 640, B rows, the state carried from step to step, under
+# no_grad. The graph holds GRAPH_STEPS steps; the median is per replay.
+# Replayed, a step costs no host time, only the GPU's.
+GRAPH_STEP = [(16, torch.float32), (64, torch.float32), (16, torch.bfloat16), (64, torch.bfloat16)]
+GRAPH_STEPS = 10
+
+
+@pytest.mark.skipif(DEVICE == "cpu", reason="a CUDA graph's replay")
+@pytest.mark.parametrize(
+    ("batch", "dtype"), GRAPH_STEP, ids=lambda v: v if isinstance(v, int) else str(v).removeprefix("torch.")
+)
+@pytest.mark.parametrize("impl", ["kernforge", "gru", "lstm"])
+def test_lltm_sequence_graph_step(benchmark, impl, batch, dtype):
+    state = 640
+    model = _model(impl, state, state, dtype).eval()
+    gen = torch.Generator(device=DEVICE).manual_seed(0)
+    x = torch.randn(1, batch, state, device=DEVICE, generator=gen).to(dtype)
+    h0 = torch.randn(1, batch, state, device=DEVICE, generator=gen).to(dtype)
+    hidden = h0 if impl == "gru" else (h0, torch.randn_like(h0))
+    _describe(
+        benchmark,
+        "lltm_sequence_graph_step",
+        impl,
+        dtype,
+        GRAPH_STEPS * batch * state,
+        f"{batch}x{state}x{state}xT1",
+    )
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up outside the capture
+            model(x, hidden)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            h = hidden
+            for _ in range(GRAPH_STEPS):
+                _, h = model(x, h)
+    _timed(benchmark, graph.replay)
