@@ -10,6 +10,8 @@ import itertools
 import pickle
 import random as _random
 import re
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -2221,6 +2223,41 @@ def test_token_layers_launches(layers, hidden, batch, launches):
         y, (h, c) = kernforge.lltm_sequence(y, weights[k], biases[k], h0[k], c0[k])
         assert torch.equal(h_n[k], h) and torch.equal(c_n[k], c), k
     assert torch.equal(out, y)
+
+
+CAPTURED_FIRST = """
+import torch, kernforge
+torch.manual_seed(0)
+model = kernforge.nn.LLTMSequence(64, 64, 2, device="cuda", dtype=torch.bfloat16).eval()
+x = torch.randn(1, {batch}, 64, device="cuda", dtype=torch.bfloat16)
+hx = tuple(torch.randn(2, {batch}, 64, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+with torch.no_grad():
+    eager = model(x, hx)[1][0].clone()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        model(x, hx)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        _, (h, _) = model(x, hx)
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(h, eager, rtol=2e-2, atol=2e-2)
+    print("replayed")
+"""
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("batch", [12, 40], ids=str)
+def test_a_16bit_step_captured_in_a_process_with_no_other_gemm(batch):
+    # Eagerly a 16-bit step of more than 8 rows runs the token or tile
+    # kernel; captured, cuBLAS's GEMMs. Their handle cannot be made inside a
+    # capture, so the eager warm-up makes it, also where nothing else in
+    # the process has used cuBLAS.
+    done = subprocess.run([sys.executable, "-c", CAPTURED_FIRST.format(batch=batch)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0 and "replayed" in done.stdout, done.stderr[-3000:]
 
 
 @pytest.mark.cuda

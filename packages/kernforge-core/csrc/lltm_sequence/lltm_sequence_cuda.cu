@@ -198,8 +198,13 @@ struct CudaSequence {
   // the host's time for their five launches would outweigh that.
   static constexpr int64_t kTokenCapturedBatch = 8;
   static bool steps_captured(const SeqRecurrence& r) {
-    return r.steps == 1 && r.batch > kTokenCapturedBatch && element_size(r.dtype) == 2 &&
-           cuda::capturing(cuda::current_stream(r.device));
+    if (r.steps != 1 || r.batch <= kTokenCapturedBatch || element_size(r.dtype) != 2) return false;
+    const cudaStream_t stream = cuda::current_stream(r.device);
+    if (cuda::capturing(stream)) return true;
+    // Run eagerly (as the warm-up before a capture), the step makes this
+    // thread's cuBLAS handle, which its capture could not make.
+    cuda::blas_handle(r.device, stream);
+    return false;
   }
 
   // Whether the token kernel runs r's step.
