@@ -125,13 +125,23 @@ SIZES = [
     (6, 20, 10, 650),
     # one step of a few rows (a generated token): one matrix-vector kernel on
     # CUDA, four values a load (B = 12, of its 16 rows a block) or one
-    # (F = 7); B = 17, past the 16 it takes, the persistent kernels
+    # (F = 7)
     (1, 12, 40, 648),
     (1, 1, 7, 650),
+    # a token of a batch past its 16 rows (a beam, a batched generation): the
+    # tile kernel, 64 rows x 16 units a tile, each tile's K split over a
+    # cluster of up to 8 blocks where the device has room (on an H200: B = 17
+    # in one tile of 2 units, a split of 2, and of 1 with no h0; 32 tiles of
+    # K = 576 and 4 of K = 320, a split of 8; a last row tile of 36 rows and a
+    # last unit tile of 4 units); F = 7 (not 4 values a load) and B = 200
+    # (past its 128 rows): the persistent kernels
     (1, 17, 16, 24),
-    # a token of a batch past it (a beam, a batched generation): the grid
-    # staging W's rows 16 bytes a load (S + F a multiple of 8)
     (1, 40, 64, 512),
+    (1, 24, 256, 64),
+    (1, 100, 20, 36),
+    (1, 120, 64, 260),
+    (1, 200, 8, 64),
+    (1, 20, 7, 44),
 ]
 
 
@@ -2225,6 +2235,22 @@ def test_token_layers_launches(layers, hidden, batch, launches):
     assert torch.equal(out, y)
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_a_token_of_more_rows_is_a_tile_launch_a_layer(dtype):
+    # Past the token kernel's 16 rows, each layer's step is one launch of the
+    # tile kernel, which multiplies x itself: no GEMM.
+    gen = torch.Generator().manual_seed(125)
+    model = kernforge.nn.LLTMSequence(64, 96, 2, device="cuda", dtype=dtype).eval()
+    x = random((1, 40, 64), dtype, "cuda", gen)
+    hx = tuple(random((2, 40, 96), dtype, "cuda", gen) for _ in range(2))
+    with torch.no_grad():
+        names = _cuda_kernels(lambda: model(x, hx))
+    ours = [n.split("<")[0].split("::")[-1] for n in names if "kernforge" in n]
+    assert ours == ["tile_forward_kernel"] * 2, names
+    assert not [n for n in names if "gemm" in n.lower() or "nvjet" in n], names
+
+
 CAPTURED_FIRST = """
 import torch, kernforge
 torch.manual_seed(0)
@@ -2266,7 +2292,7 @@ def test_a_16bit_step_captured_in_a_process_with_no_other_gemm(batch):
     [(torch.float32, 1),  # the token kernel
      (torch.float32, 16),  # the token kernel, of the most rows it takes
      (torch.bfloat16, 12),  # cuBLAS GEMMs and a gate kernel a layer, as captured
-     (torch.float32, 40)],  # the persistent kernels
+     (torch.float32, 40)],  # the tile kernel, its K split over a cluster
     ids=str,
 )  # fmt: skip
 def test_generation_loop_captures_into_a_cuda_graph(dtype, batch):

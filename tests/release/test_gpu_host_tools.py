@@ -202,7 +202,7 @@ def test_racecheck_takes_the_three_step_sequences_for_the_long_ones():
     long = {t for t in every if "matches_a_loop" in t or "inference_equals_the_forward" in t}
     repeated = {t for t in every if "run_to_run_bitwise" in t}  # four runs of each sequence op
     three = {t for t in every if "each_layout_over_three_steps" in t}
-    assert long and len(repeated) == 6 and len(three) == 148  # 37 sizes x 4 dtypes
+    assert long and len(repeated) == 6 and len(three) == 168  # 42 sizes x 4 dtypes
     assert race == every - long - repeated
     assert all(re.search(r"[[-]cuda[]-]", t) for t in every)
 

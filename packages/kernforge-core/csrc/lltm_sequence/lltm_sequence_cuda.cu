@@ -5,11 +5,12 @@
 // its rows, in waves where more than run at once), else a cooperative grid
 // (lltm_sequence_persistent.cuh); a single step of a few rows (a generated
 // token) is one matrix-vector kernel (lltm_sequence_token.cuh), of any
-// floating dtype; otherwise cuBLAS GEMMs (half and bfloat16 straight
-// through cuBLAS, common/cuda_blas.cuh; float and double by torch's addmm
-// into views, through the C shim) and, per step, one forward gate kernel
-// (below) or the cell's backward gate kernel (lltm/lltm_cuda_gates.cuh).
-// The backward's sums over all steps (d_W, d_b, d_x) are one kernel of
+// floating dtype, and of up to 128 rows one GEMM-tile kernel; otherwise
+// cuBLAS GEMMs (half and bfloat16 straight through cuBLAS,
+// common/cuda_blas.cuh; float and double by torch's addmm into views,
+// through the C shim) and, per step, one forward gate kernel (below) or the
+// cell's backward gate kernel (lltm/lltm_cuda_gates.cuh). The backward's
+// sums over all steps (d_W, d_b, d_x) are one kernel of
 // lltm_sequence_grads.cuh at small sizes, else cuBLAS.
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_cuda.h>
 #include <torch/csrc/stable/library.h>
@@ -212,10 +213,24 @@ struct CudaSequence {
     return cuda_seq::token_fits(r.steps, r.batch) && !steps_captured(r);
   }
 
+  // Whether the tile kernel runs r's step (float, half and bfloat16, which it
+  // sums in float; 4 values a load).
+  static bool tile_fits(const SeqRecurrence& r) {
+    if (!cuda_seq::tile_fits(r.steps, r.batch) || r.dtype == ScalarType::Double ||
+        steps_captured(r))
+      return false;
+    bool fits = false;
+    dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
+      using scalar_t = typename decltype(tag)::type;
+      fits = cuda_seq::token_vectorizes(token_args<scalar_t>(r));
+    });
+    return fits;
+  }
+
   // Whether recurrence(r) multiplies x by W_x itself (the driver then makes no P).
   static bool projects_input(const SeqRecurrence& r) {
     if (steps_captured(r)) return false;
-    if (token_fits(r)) return true;
+    if (token_fits(r) || tile_fits(r)) return true;
     if (fusable(r) == 0) return false;
     const int blocks =
         cuda_seq::max_cluster<cuda_seq::cluster_forward_kernel<float, false>>(r.device);
@@ -278,6 +293,11 @@ struct CudaSequence {
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<scalar_t, double>) {
+        if (tile_fits(r)) {
+          cuda_seq::launch_tile(token_args<scalar_t>(r), r.device);
+          ran = true;
+          return;
+        }
         by_layout(r.offsets, [&](auto packed) {
           constexpr bool P = decltype(packed)::value;
           Tensor state;  // the packed grid's cells ([B, S] float), alive until the launch is queued
