@@ -2237,14 +2237,19 @@ def test_token_layers_launches(layers, hidden, batch, launches):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
-def test_a_token_of_more_rows_is_a_tile_launch_a_layer(dtype):
+def test_a_token_of_more_rows_is_a_tile_launch_a_layer(dtype, capfd):
     # Past the token kernel's 16 rows, each layer's step is one launch of the
-    # tile kernel, which multiplies x itself: no GEMM.
+    # tile kernel, which multiplies x itself: no GEMM. It writes nothing to
+    # the process's stdout or stderr (a decoder makes this call a token).
     gen = torch.Generator().manual_seed(125)
     model = kernforge.nn.LLTMSequence(64, 96, 2, device="cuda", dtype=dtype).eval()
     x = random((1, 40, 64), dtype, "cuda", gen)
     hx = tuple(random((2, 40, 96), dtype, "cuda", gen) for _ in range(2))
     with torch.no_grad():
+        capfd.readouterr()
+        model(x, hx)
+        torch.cuda.synchronize()
+        assert tuple(capfd.readouterr()) == ("", "")
         names = _cuda_kernels(lambda: model(x, hx))
     ours = [n.split("<")[0].split("::")[-1] for n in names if "kernforge" in n]
     assert ours == ["tile_forward_kernel"] * 2, names
@@ -2283,7 +2288,8 @@ def test_a_16bit_step_captured_in_a_process_with_no_other_gemm(batch):
     # the process has used cuBLAS.
     done = subprocess.run([sys.executable, "-c", CAPTURED_FIRST.format(batch=batch)],
                           capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0 and "replayed" in done.stdout, done.stderr[-3000:]
+    assert done.returncode == 0 and done.stdout == "replayed\n", done.stderr[-3000:]
+    assert done.stderr == ""
 
 
 @pytest.mark.cuda

@@ -443,8 +443,6 @@ void launch_tile(const TokenArgs<scalar_t>& a, int32_t device) {
   const int64_t rows = (a.batch + kTileRows - 1) / kTileRows;
   const int chunks = (a.S * (a.h0 != nullptr) + a.F + kTileK - 1) / kTileK;
   const int split = tile_split<scalar_t>(units * rows, chunks, device);
-  std::fprintf(stderr, "tile split %d units %d rows %d chunks %d\n", split, (int)units, (int)rows,
-               chunks);
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = split;
