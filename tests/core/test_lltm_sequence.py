@@ -2237,31 +2237,47 @@ def test_token_layers_launches(layers, hidden, batch, launches):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
-def test_a_token_of_more_rows_is_a_tile_launch_a_layer(dtype, capfd):
+@pytest.mark.parametrize(
+    "batch, size, tiled",
+    [(40, 96, (torch.float32, torch.float16)),  # one row tile, 6 unit tiles
+     # 2 row tiles x 3S x K = 805 M multiply-adds: 16-bit past its tiles' limit
+     (65, 1024, (torch.float32,))],
+    ids=["40x96", "65x1024"],
+)  # fmt: skip
+def test_a_token_of_more_rows_is_a_tile_launch_a_layer(dtype, batch, size, tiled, capfd):
     # Past the token kernel's 16 rows, each layer's step is one launch of the
-    # tile kernel, which multiplies x itself: no GEMM. It writes nothing to
-    # the process's stdout or stderr (a decoder makes this call a token).
+    # tile kernel, which multiplies x itself: no GEMM; a 16-bit step of more
+    # multiply-adds takes the persistent kernels (tensor cores). It writes
+    # nothing to the process's stdout or stderr (a decoder makes this call a
+    # token).
     gen = torch.Generator().manual_seed(125)
-    model = kernforge.nn.LLTMSequence(64, 96, 2, device="cuda", dtype=dtype).eval()
-    x = random((1, 40, 64), dtype, "cuda", gen)
-    hx = tuple(random((2, 40, 96), dtype, "cuda", gen) for _ in range(2))
+    model = kernforge.nn.LLTMSequence(size, size, 2, device="cuda", dtype=dtype).eval()
+    x = random((1, batch, size), dtype, "cuda", gen)
+    hx = tuple(random((2, batch, size), dtype, "cuda", gen) for _ in range(2))
     with torch.no_grad():
         capfd.readouterr()
-        model(x, hx)
+        out, (h_n, c_n) = model(x, hx)
         torch.cuda.synchronize()
         assert tuple(capfd.readouterr()) == ("", "")
         names = _cuda_kernels(lambda: model(x, hx))
     ours = [n.split("<")[0].split("::")[-1] for n in names if "kernforge" in n]
-    assert ours == ["tile_forward_kernel"] * 2, names
-    assert not [n for n in names if "gemm" in n.lower() or "nvjet" in n], names
+    if dtype in tiled:
+        assert ours == ["tile_forward_kernel"] * 2, names
+        assert not [n for n in names if "gemm" in n.lower() or "nvjet" in n], names
+    else:
+        assert ours and "tile_forward_kernel" not in ours, names
+    dense = copy.deepcopy(model).double()
+    want_out, (want_h, want_c) = dense.reference(x.double(), tuple(t.double() for t in hx))
+    for got, want in ((out, want_out), (h_n, want_h), (c_n, want_c)):
+        close(got.double(), want, **TOL[dtype])
 
 
 CAPTURED_FIRST = """
 import torch, kernforge
 torch.manual_seed(0)
-model = kernforge.nn.LLTMSequence(64, 64, 2, device="cuda", dtype=torch.bfloat16).eval()
-x = torch.randn(1, {batch}, 64, device="cuda", dtype=torch.bfloat16)
-hx = tuple(torch.randn(2, {batch}, 64, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+model = kernforge.nn.LLTMSequence({size}, {size}, 2, device="cuda", dtype=torch.{dtype}).eval()
+x = torch.randn(1, {batch}, {size}, device="cuda", dtype=torch.{dtype})
+hx = tuple(torch.randn(2, {batch}, {size}, device="cuda", dtype=torch.{dtype}) for _ in range(2))
 with torch.no_grad():
     eager = model(x, hx)[1][0].clone()
     stream = torch.cuda.Stream()
@@ -2280,34 +2296,41 @@ with torch.no_grad():
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("batch", [12, 40], ids=str)
-def test_a_16bit_step_captured_in_a_process_with_no_other_gemm(batch):
+@pytest.mark.parametrize(
+    "dtype, batch, size",
+    [("bfloat16", 12, 64), ("bfloat16", 40, 64),
+     ("float32", 65, 768)],  # the tile kernel, eagerly and captured: no GEMM at all
+    ids=str,
+)  # fmt: skip
+def test_a_step_captured_in_a_process_with_no_other_gemm(dtype, batch, size):
     # Eagerly a 16-bit step of more than 8 rows runs the token or tile
     # kernel; captured, cuBLAS's GEMMs. Their handle cannot be made inside a
     # capture, so the eager warm-up makes it, also where nothing else in
-    # the process has used cuBLAS.
-    done = subprocess.run([sys.executable, "-c", CAPTURED_FIRST.format(batch=batch)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    # the process has used cuBLAS. A float32 step of up to 128 rows is the
+    # tile kernel in both.
+    script = CAPTURED_FIRST.format(dtype=dtype, batch=batch, size=size)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout == "replayed\n", done.stderr[-3000:]
     assert done.stderr == ""
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize(
-    "dtype, batch",
-    [(torch.float32, 1),  # the token kernel
-     (torch.float32, 16),  # the token kernel, of the most rows it takes
-     (torch.bfloat16, 12),  # cuBLAS GEMMs and a gate kernel a layer, as captured
-     (torch.float32, 40)],  # the tile kernel, its K split over a cluster
+    "dtype, batch, size",
+    [(torch.float32, 1, 200),  # the token kernel
+     (torch.float32, 16, 200),  # the token kernel, of the most rows it takes
+     (torch.bfloat16, 12, 200),  # cuBLAS GEMMs and a gate kernel a layer, as captured
+     (torch.float32, 40, 200),  # the tile kernel, its K split over a cluster
+     (torch.float32, 65, 768)],  # the tile kernel, two tiles of rows
     ids=str,
 )  # fmt: skip
-def test_generation_loop_captures_into_a_cuda_graph(dtype, batch):
+def test_generation_loop_captures_into_a_cuda_graph(dtype, batch, size):
     # out, h = rnn(x_t, h) captured once, replayed token after token with the
     # state fed back: each token's h equals the reference's.
     gen = torch.Generator().manual_seed(119)
-    model = kernforge.nn.LLTMSequence(200, 200, 2, device="cuda", dtype=dtype).eval()
-    x = random((1, batch, 200), dtype, "cuda", gen)
-    hx = tuple(random((2, batch, 200), dtype, "cuda", gen) for _ in range(2))
+    model = kernforge.nn.LLTMSequence(size, size, 2, device="cuda", dtype=dtype).eval()
+    x = random((1, batch, size), dtype, "cuda", gen)
+    hx = tuple(random((2, batch, size), dtype, "cuda", gen) for _ in range(2))
     start = tuple(t.clone() for t in hx)
     with torch.no_grad():
         stream = torch.cuda.Stream()

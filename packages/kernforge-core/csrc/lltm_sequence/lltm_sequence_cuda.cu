@@ -214,10 +214,15 @@ struct CudaSequence {
   }
 
   // Whether the tile kernel runs r's step (float, half and bfloat16, which it
-  // sums in float; 4 values a load).
+  // sums in float; 4 values a load; in 16-bit, no more work than the
+  // tensor-core kernels do faster).
   static bool tile_fits(const SeqRecurrence& r) {
     if (!cuda_seq::tile_fits(r.steps, r.batch) || r.dtype == ScalarType::Double ||
         steps_captured(r))
+      return false;
+    // K as with h0 given: the plan asks (projects_input) before h0 is bound.
+    if (element_size(r.dtype) == 2 &&
+        cuda_seq::tile_work(r.batch, r.state, r.state + r.features) > cuda_seq::kTile16MaxWork)
       return false;
     bool fits = false;
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {

@@ -243,10 +243,26 @@ constexpr int kTileMaxSplit = 8;  // the portable cluster's blocks
 constexpr int64_t kTileMaxBatch = 128;
 
 // Whether a step of `batch` rows takes tile_forward_kernel (given 4 values a
-// load: token_vectorizes).
+// load: token_vectorizes, and the work below).
 inline bool tile_fits(int64_t steps, int64_t batch) {
   return steps == 1 && batch > kTokenMaxBatch && batch <= kTileMaxBatch;
 }
+
+// A step's multiply-adds as tiles: rows rounded up to whole tiles x 3S x K.
+inline double tile_work(int64_t batch, int64_t S, int64_t K) {
+  return static_cast<double>((batch + kTileRows - 1) / kTileRows * kTileRows) *
+         static_cast<double>(3 * S) * static_cast<double>(K);
+}
+
+// The most work a half or bfloat16 step's tiles take: the tile kernel sums
+// on CUDA cores, the persistent kernels' products run on tensor cores. On an
+// H200, eagerly, at S = F = 1024 and 128 rows (805 M multiply-adds) the tiles
+// took 112 us against 58 to 91; at 768 and 128 rows (453 M) 68 against 87
+// to 94. A float32 step of up to 128 rows is always tiles: eagerly the
+// persistent kernels' one step cost more host time than the tiles' whole
+// step (S = 768, 128 rows: 147 us against 57), though replayed from a graph
+// they were faster there (44 against 53).
+constexpr double kTile16MaxWork = 6e8;
 
 template <class scalar_t>
 struct TileStage {
