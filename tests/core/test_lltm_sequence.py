@@ -459,10 +459,12 @@ def test_no_grad_takes_the_inference_op(device, grad, monkeypatch):
     with torch.set_grad_enabled(grad):
         out, (h_n, c_n) = kernforge.lltm_sequence(*ins)
         m_out, _ = model(ins[0])
-    # with gradients, the autograd route calls the forward op it registered;
-    # without, the module's layers of one direction (here one) are one call
-    # of the layers' inference op
-    assert called == ([] if grad else ["lltm_sequence_inference", "lltm_sequence_layers_inference"])
+    # with gradients, the function's autograd route calls the forward op it
+    # registered, and the module's layers of one direction call it
+    # themselves; without, those layers (here one) are one call of the
+    # layers' inference op
+    layers_op = "lltm_sequence_forward" if grad else "lltm_sequence_layers_inference"
+    assert called == ([] if grad else ["lltm_sequence_inference"]) + [layers_op]
     assert out.requires_grad == m_out.requires_grad == grad
     r_out, (r_h, r_c) = reference.lltm_sequence(*ins)
     close(out, r_out, **TOL[torch.float32])
@@ -2063,6 +2065,166 @@ def test_layers_with_gradients_bad_state_count():
     for h0, c0 in ((_t(1, 2, 4), None), (None, _t(3, 2, 4)), (_t(2, 2, 4), _t(2, 4))):
         with pytest.raises(RuntimeError, match=re.escape(message)):
             kernforge.functional.lltm_sequence_layers(x, [W, _t(12, 8)], [b, b], h0, c0)
+
+
+# Which inputs of lltm_sequence_layers of L layers need gradients: (x,
+# weights[k], biases[k], h0 and c0).
+NEEDS = {
+    "all": lambda k, L: (True, True, True, True),
+    "x": lambda k, L: (True, False, False, False),
+    "state": lambda k, L: (False, False, False, True),
+    "top weight": lambda k, L: (False, k == L - 1, False, False),
+    "bottom bias": lambda k, L: (False, False, k == 0, False),
+}
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3])
+@pytest.mark.parametrize("dropout", [0.0, 0.4])
+@pytest.mark.parametrize("needs", list(NEEDS))
+@pytest.mark.parametrize("loss", ["output", "h_n", "c_n", "all"])
+def test_layers_with_gradients_equal_the_reference(device, layers, dropout, needs, loss):
+    # Where a gradient can flow all layers are one autograd node, each
+    # layer's ops called directly: outputs and every gradient asked for equal
+    # the reference's, dropout between the layers drawing torch's masks.
+    gen = torch.Generator().manual_seed(113)
+    T, B, F, S = 4, 3, 5, 6
+    x = random((T, B, F), torch.float64, device, gen)
+    weights = [random((3 * S, S + (F if k == 0 else S)), torch.float64, device, gen) for k in range(layers)]
+    biases = [random((3 * S,), torch.float64, device, gen) for _ in range(layers)]
+    h0, c0 = (random((layers, B, S), torch.float64, device, gen) for _ in range(2))
+    x.requires_grad_(NEEDS[needs](0, layers)[0])
+    for k in range(layers):
+        weights[k].requires_grad_(NEEDS[needs](k, layers)[1])
+        biases[k].requires_grad_(NEEDS[needs](k, layers)[2])
+    h0.requires_grad_(NEEDS[needs](0, layers)[3])
+    c0.requires_grad_(NEEDS[needs](0, layers)[3])
+    inputs = [t for t in (x, *weights, *biases, h0, c0) if t.requires_grad]
+    torch.manual_seed(7)
+    with _KernforgeCalls() as calls:
+        out, (h_n, c_n) = kernforge.functional.lltm_sequence_layers(x, weights, biases, h0, c0, dropout)
+    torch.manual_seed(7)
+    r_out, (r_h, r_c) = reference.lltm_sequence_layers(x, weights, biases, h0, c0, dropout)
+    assert calls.names == ["lltm_sequence_forward"] * layers
+    assert type(out.grad_fn).__name__ == "LLTMSequenceLayersBackward"
+    assert out.grad_fn is h_n.grad_fn is c_n.grad_fn  # one node for all layers
+    for got, want in ((out, r_out), (h_n, r_h), (c_n, r_c)):
+        close(got, want, **TOL[torch.float64])
+    chosen = {"output": [0], "h_n": [1], "c_n": [2], "all": [0, 1, 2]}[loss]
+    upstream = [random(t.shape, torch.float64, device, gen) for t in (out, h_n, c_n)]
+    with _KernforgeCalls() as calls:
+        grads = torch.autograd.grad(
+            [(out, h_n, c_n)[i] for i in chosen], inputs, [upstream[i] for i in chosen], allow_unused=True
+        )
+    assert set(calls.names) == {"lltm_sequence_backward"} and len(calls.names) <= layers
+    r_grads = torch.autograd.grad(
+        [(r_out, r_h, r_c)[i] for i in chosen], inputs, [upstream[i] for i in chosen], allow_unused=True
+    )
+    for got, want in zip(grads, r_grads, strict=True):
+        if want is None:  # the loss does not reach it (c_n's of a layer above)
+            assert got is None or not got.any()
+        else:
+            close(got, want, **TOL[torch.float64])
+
+
+def test_layers_with_gradients_create_graph_then_double_backward_raises(device):
+    gen = torch.Generator().manual_seed(127)
+    x = random((3, 2, 4), torch.float64, device, gen)
+    weights = [random((18, 10), torch.float64, device, gen).requires_grad_() for _ in range(1)]
+    weights.append(random((18, 12), torch.float64, device, gen).requires_grad_())
+    biases = [random((18,), torch.float64, device, gen) for _ in range(2)]
+    out, _ = kernforge.functional.lltm_sequence_layers(x, weights, biases, dropout=0.3)
+    torch.manual_seed(3)
+    out, _ = kernforge.functional.lltm_sequence_layers(x, weights, biases, dropout=0.3)
+    torch.manual_seed(3)
+    r_out, _ = reference.lltm_sequence_layers(x, weights, biases, dropout=0.3)
+    grad, *_ = torch.autograd.grad(out.square().sum(), weights, create_graph=True)
+    r_grad, *_ = torch.autograd.grad(r_out.square().sum(), weights, create_graph=True)
+    close(grad, r_grad, **TOL[torch.float64])
+    with pytest.raises(
+        NotImplementedError, match="kernforge::lltm_sequence: double backward is not implemented"
+    ):
+        torch.autograd.grad(grad.sum(), weights[1])
+
+
+def test_layers_dropout_without_gradients(device):
+    # In training mode under no_grad (sampling from a model left in train()),
+    # the layers run a call each, with torch's dropout masks between them.
+    gen = torch.Generator().manual_seed(129)
+    x = random((3, 2, 4), torch.float64, device, gen)
+    weights = [random((18, 10), torch.float64, device, gen), random((18, 12), torch.float64, device, gen)]
+    biases = [random((18,), torch.float64, device, gen) for _ in range(2)]
+    h0, c0 = (random((2, 2, 6), torch.float64, device, gen) for _ in range(2))
+    with torch.no_grad():
+        torch.manual_seed(11)
+        with _KernforgeCalls() as calls:
+            out, (h_n, c_n) = kernforge.functional.lltm_sequence_layers(x, weights, biases, h0, c0, 0.5)
+        torch.manual_seed(11)
+        r_out, (r_h, r_c) = reference.lltm_sequence_layers(x, weights, biases, h0, c0, 0.5)
+        plain = kernforge.functional.lltm_sequence_layers(x, weights, biases, h0, c0)[0]
+    assert calls.names == ["lltm_sequence_inference"] * 2
+    for got, want in ((out, r_out), (h_n, r_h), (c_n, r_c)):
+        close(got, want, **TOL[torch.float64])
+    assert not torch.allclose(out, plain)
+
+
+def test_layers_with_gradients_bad_arguments_raise_before_any_layer_runs(monkeypatch):
+    x, b = _t(5, 2, 3), _t(12)
+    W = _t(12, 7).requires_grad_()
+    op = "kernforge::lltm_sequence_layers: "
+    rows = op + "weights[1] must be 2-D with 3 * hidden_size = 12 rows, as weights[0]"
+    state = op + "h0 and c0 must be [num_layers, batch, hidden_size] = [2, 2, 4]"
+    count = op + "weights and biases must be one per layer (at least one), got 2 and 1"
+    cases = [
+        (([W, _t(18, 10)], [b, _t(18)], None, None), rows),  # a later layer of another hidden size
+        (([W, _t(12, 8)], [b, b], _t(2, 2, 4), _t(3, 2, 4)), state),
+        (([W, _t(12, 8)], [b, b], _t(2, 3, 4), None), state),
+        (([W, _t(12, 8)], [b], None, None), count),
+    ]  # fmt: skip
+    calls = _KernforgeCalls()
+    for (weights, biases, h0, c0), message in cases:
+        with calls, pytest.raises(RuntimeError, match=re.escape(message)):
+            kernforge.functional.lltm_sequence_layers(x, weights, biases, h0, c0)
+    assert calls.names == []
+    for dropout in (-0.1, 1.5):
+        with pytest.raises(ValueError, match=re.escape(f"dropout must be in [0, 1], got {dropout}")):
+            kernforge.functional.lltm_sequence_layers(x, [W], [b], dropout=dropout)
+
+
+@pytest.mark.parametrize("layers, dropout", [(1, 0.0), (2, 0.0), (2, 0.5)])
+def test_a_decoder_under_autograd_token_by_token_equals_the_whole_sequence(device, layers, dropout):
+    # A decoder trained stepping one token a call, the state carried: each
+    # call is one op call a layer and one autograd node; the gradients of
+    # every parameter, x and the first state equal one call over the
+    # sequence's (dropout off: eval; on: the same masks, drawn per step).
+    gen = torch.Generator().manual_seed(131)
+    model = kernforge.nn.LLTMSequence(8, 8, layers, dropout=dropout, device=device, dtype=torch.float64)
+    x = random((5, 3, 8), torch.float64, device, gen).requires_grad_()
+    hx = tuple(random((layers, 3, 8), torch.float64, device, gen).requires_grad_() for _ in range(2))
+    upstream = random((5, 3, 8), torch.float64, device, gen)
+    torch.manual_seed(5)
+    state, steps = hx, []
+    with _KernforgeCalls() as calls:
+        for t in range(5):
+            out, state = model(x[t : t + 1], state)
+            steps.append(out)
+    assert calls.names == ["lltm_sequence_forward"] * (5 * layers)
+    loss = (torch.cat(steps) * upstream).sum() + state[0].sum() + state[1].square().sum()
+    inputs = [x, *hx, *model.parameters()]
+    grads = torch.autograd.grad(loss, inputs)
+    torch.manual_seed(5)
+    state, steps = hx, []
+    for t in range(5):
+        out, state = model.reference(x[t : t + 1], state)
+        steps.append(out)
+    r_loss = (torch.cat(steps) * upstream).sum() + state[0].sum() + state[1].square().sum()
+    close(loss, r_loss, **TOL[torch.float64])
+    for got, want in zip(grads, torch.autograd.grad(r_loss, inputs), strict=True):
+        close(got, want, **TOL[torch.float64])
+    if dropout == 0.0:
+        whole, (h_n, c_n) = model(x, hx)
+        w_loss = (whole * upstream).sum() + h_n.sum() + c_n.square().sum()
+        for got, want in zip(grads, torch.autograd.grad(w_loss, inputs), strict=True):
+            close(got, want, **TOL[torch.float64])
 
 
 def test_layers_bad_later_layer_of_a_token(device):

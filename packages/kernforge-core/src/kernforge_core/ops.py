@@ -988,6 +988,7 @@ def lltm_sequence_layers(
     biases: list[Tensor],
     h0: Tensor | None = None,
     c0: Tensor | None = None,
+    dropout: float = 0.0,
 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """Layers of the LLTM over a sequence, layer k > 0 taking layer k - 1's
     output: what :class:`kernforge.nn.LLTMSequence` runs for one direction.
@@ -997,24 +998,37 @@ def lltm_sequence_layers(
         weights, biases: one per layer, ``[3S, S + F_k]`` and ``[3S]`` (F_0 =
             F, else S).
         h0, c0: ``[L, B, S]`` initial states, or None (zeros).
+        dropout: the probability of zeroing each element of a layer's output
+            before the next layer takes it (the survivors scaled by
+            ``1 / (1 - dropout)``), as ``nn.LSTM``'s dropout in training
+            mode; 0 (the default) for none. The masks are torch's dropout's
+            for the same seed.
 
     Returns:
         ``(output, (h_n, c_n))``: output ``[T, B, S]`` of the last layer, h_n
         and c_n ``[L, B, S]``. Where no gradient can flow (``no_grad``, or
-        no input needing one), all layers run in one op call
-        (``lltm_sequence_layers_inference``): token-by-token generation pays
-        one call's host time, not one per layer. Otherwise each layer is a
-        :func:`lltm_sequence` call, with its autograd.
+        no input needing one) and without dropout, all layers run in one op
+        call (``lltm_sequence_layers_inference``): token-by-token generation
+        pays one call's host time, not one per layer. Where one can, all
+        layers are one autograd node, whose forward and backward call each
+        layer's ops directly (a decoder stepping one token a call under
+        autograd pays no Python wrapper and no graph node per layer).
 
     Raises:
         RuntimeError: naming the argument, as :func:`lltm_sequence`, and for
             weights and biases of different counts, a layer of another hidden
-            size than layer 0's, or h0 and c0 of another dtype or device than x.
+            size than layer 0's, or h0 and c0 of another dtype or device than
+            x; before any layer runs.
+        ValueError: for a dropout outside [0, 1].
     """
     weights, biases = list(weights), list(biases)
+    if not 0.0 <= dropout <= 1.0:
+        raise ValueError(f"kernforge::lltm_sequence_layers: dropout must be in [0, 1], got {dropout}")
     if torch._C._is_any_autocast_enabled() and torch.is_autocast_enabled(x.device.type):
         x, h0, c0, *params = _autocast(x, h0, c0, *weights, *biases)
         weights, biases = params[: len(weights)], params[len(weights) :]
+    layers = len(weights)
+    dropout = float(dropout) if layers > 1 else 0.0  # only between layers
     grad = torch.is_grad_enabled() and (
         x.requires_grad
         or any(w.requires_grad for w in weights)
@@ -1022,22 +1036,35 @@ def lltm_sequence_layers(
         or (h0 is not None and h0.requires_grad)
         or (c0 is not None and c0.requires_grad)
     )
+    tangents = _forward_ad._current_level >= 0
     if not grad and not _tracing():
-        if _forward_ad._current_level >= 0:
+        if tangents:
             _tangents("lltm_sequence_layers", x, *weights, *biases, h0, c0)  # raises on a tangent
-        with _below_autograd():
-            output, h_n, c_n = _ops.lltm_sequence_layers_inference.default(x, weights, biases, h0, c0)
+        if dropout == 0.0 or x.dim() != 3 or x.shape[0] == 0:  # (the op names what is wrong)
+            with _below_autograd():
+                output, h_n, c_n = _ops.lltm_sequence_layers_inference.default(x, weights, biases, h0, c0)
+            return output, (h_n, c_n)
+        # Dropout between the layers: a call a layer, nothing kept.
+        _check_later_layers(x, weights, biases, h0, c0)
+        return LLTMSequenceLayers.run(
+            _ops.lltm_sequence_inference.default, x, h0, c0, dropout, weights, biases
+        )[:2]
+    if not (_tracing() or tangents or _transforming()) and x.dim() == 3 and x.shape[0] > 0:
+        _check_later_layers(x, weights, biases, h0, c0)
+        output, h_n, c_n = LLTMSequenceLayers.apply(x, h0, c0, dropout, *weights, *biases)
         return output, (h_n, c_n)
-    layers = len(weights)
+    # Traced, compiled, under torch.func or forward-mode AD, or no steps:
+    # each layer the op with its registered formula.
     if any(t is not None and (t.dim() != 3 or t.shape[0] != layers) for t in (h0, c0)):
         _checks.lltm_sequence_layers(x, weights, biases, h0, c0, op="lltm_sequence_layers")
     h_n, c_n = [], []
     # unbind, not h0[k]: its backward is one stack, where each h0[k]'s would
-    # be a tensor of zeros, a copy and a sum a layer (launches, under a
-    # decoder's loop of one step a call).
+    # be a tensor of zeros, a copy and a sum a layer.
     h0s = [None] * layers if h0 is None else h0.unbind(0)
     c0s = [None] * layers if c0 is None else c0.unbind(0)
-    for W, b, h_0, c_0 in zip(weights, biases, h0s, c0s, strict=True):
+    for k, (W, b, h_0, c_0) in enumerate(zip(weights, biases, h0s, c0s, strict=True)):
+        if k > 0 and dropout > 0.0:
+            x = torch.nn.functional.dropout(x, dropout, training=True)
         x, (h, c) = lltm_sequence(x, W, b, h_0, c_0)
         h_n.append(h)
         c_n.append(c)
@@ -1048,6 +1075,114 @@ def lltm_sequence_layers(
         # detaches them in place, which a view refuses).
         return x, (_unsafe_view(h_n[0], (1, *h_n[0].shape)), _unsafe_view(c_n[0], (1, *c_n[0].shape)))
     return x, (torch.stack(h_n), torch.stack(c_n))
+
+
+def _check_later_layers(x, weights, biases, h0, c0) -> None:
+    """Raises, naming the argument, before layer 0 runs, for what no
+    layer's op would catch: a layer past the first of another hidden size,
+    or h0 or c0 not [L, B, S]; each layer's op checks the rest."""
+    layers = len(weights)
+    rows = weights[0].shape[0] if layers > 0 and weights[0].dim() == 2 else -1
+    state = (layers, x.shape[1], rows // 3) if x.dim() == 3 else ()
+    if (
+        rows < 0
+        or len(biases) != layers
+        or (h0 is not None and h0.shape != state)
+        or (c0 is not None and c0.shape != state)
+        or any(W.dim() != 2 or W.shape[0] != rows for W in weights[1:])
+    ):
+        _checks.lltm_sequence_layers(x, weights, biases, h0, c0, op="lltm_sequence_layers")
+
+
+class LLTMSequenceLayers(torch.autograd.Function):
+    """lltm_sequence_layers where a gradient can flow, in eager mode: all
+    layers one autograd node. Its forward calls each layer's forward op and
+    its backward each layer's backward op below the autograd key, in place
+    of a wrapper, an op with its formula, an unbind and a stack a layer; the
+    dropout between the layers is torch's fused dropout, its masks kept."""
+
+    @staticmethod
+    def run(forward, x, h0, c0, dropout, weights, biases):
+        """(output, (h_n, c_n), kept): each layer through ``forward`` (the
+        forward or the inference op) below the autograd key, its input
+        dropped out past the first; kept: what the forward op returned for
+        the backward, with each layer's input and the masks."""
+        layers = len(weights)
+        h_n, c_n, kept, masks = [], [], [], []
+        with _below_autograd():
+            h0s = (None,) * layers if h0 is None else h0.unbind(0)
+            c0s = (None,) * layers if c0 is None else c0.unbind(0)
+            for k in range(layers):
+                if k > 0 and dropout > 0.0:
+                    x, mask = torch.native_dropout(x, dropout, True)
+                    masks.append(mask)
+                out, h, c, *rest = forward(x, weights[k], biases[k], h0s[k], c0s[k], None)
+                h_n.append(h)
+                c_n.append(c)
+                kept += (x, out, *rest)
+                x = out
+            if layers == 1:  # the op's own h_n and c_n as [1, B, S], no copies
+                return x, (_unsafe_view(h, (1, *h.shape)), _unsafe_view(c, (1, *c.shape))), kept
+        # (stacked above the autograd key: below it, stack's result is a view
+        # of a cat's, which code written for nn.LSTM could not detach in place)
+        return x, (torch.stack(h_n), torch.stack(c_n)), kept + masks
+
+    @staticmethod
+    def forward(ctx, x, h0, c0, dropout, *params):
+        # (forward(ctx, ...) with no setup_context: apply then binds no
+        # arguments through inspect, microseconds a call)
+        layers = len(params) // 2
+        output, (h_n, c_n), kept = LLTMSequenceLayers.run(
+            _ops.lltm_sequence_forward.default, x, h0, c0, dropout, params[:layers], params[layers:]
+        )
+        ctx.save_for_backward(h0, *params[:layers], *kept)
+        ctx.dropout = dropout
+        ctx.set_materialize_grads(False)
+        return output, h_n, c_n
+
+    @staticmethod
+    def backward(ctx, grad_output, grad_hn, grad_cn):
+        need_x, need_h0, need_c0, _, *need_params = ctx.needs_input_grad
+        layers = len(need_params) // 2
+        h0, *saved = ctx.saved_tensors
+        weights, kept, masks = saved[:layers], saved[layers : 5 * layers], saved[5 * layers :]
+        h0s = (None,) * layers if h0 is None else h0.unbind(0)
+        p = ctx.dropout
+        scale = 1.0 / (1.0 - p) if p < 1.0 else 0.0
+        d_W, d_b, d_h0, d_c0 = [None] * layers, [None] * layers, [None] * layers, [None] * layers
+        grad, d_x = grad_output, None
+        for k in range(layers - 1, -1, -1):
+            # layer k's input: x, or what reaches every parameter and state below it
+            below = (
+                need_x or need_h0 or need_c0 or any(need_params[:k]) or any(need_params[layers : layers + k])
+            )
+            mask = [need_x if k == 0 else below, need_params[k], need_params[layers + k], need_h0, need_c0]
+            if not any(mask):
+                break
+            inp, out, gates, cells = kept[4 * k : 4 * k + 4]
+            d_x, d_W[k], d_b[k], d_h0[k], d_c0[k] = _call(
+                "lltm_sequence_backward",
+                grad,
+                None if grad_cn is None else grad_cn[k],
+                inp,
+                weights[k],
+                h0s[k],
+                out,
+                cells,
+                gates,
+                mask,
+                None,
+                None if grad_hn is None else grad_hn[k],
+            )
+            if k > 0 and mask[0]:
+                grad = d_x if p == 0.0 else torch.ops.aten.native_dropout_backward(d_x, masks[k - 1], scale)
+        return (
+            d_x if need_x else None,
+            torch.stack(d_h0) if need_h0 else None,
+            torch.stack(d_c0) if need_c0 else None,
+            None,
+            *(g if n else None for g, n in zip(d_W + d_b, need_params, strict=True)),
+        )
 
 
 # A tensor of another shape over the same storage that autograd does not

@@ -466,18 +466,18 @@ class LLTMSequence(nn.Module):
         # parametrization makes them.
         params = self._parameters
         sizes, order = packed if packed is not None else (None, None)
-        stack = not self.bidirectional and self.bias
-        if stack and sizes is None and not (self.num_layers > 1 and self.training and self.dropout > 0):
-            # Layers of one direction, no dropout between them: all layers in
-            # one call (in one op call where no gradient can flow: a
-            # generated token pays one call's host time, not one per layer;
-            # and h_n and c_n come as [L, B, S], not stacked).
+        if sizes is None and self.bias and not self.bidirectional:
+            # Layers of one direction: all in one call, as one autograd node
+            # where a gradient can flow, in one op call where none can and no
+            # dropout runs between them (a generated token pays one call's
+            # host time, not one per layer; h_n and c_n come as [L, B, S]).
             weights, biases = [], []
             for k, ((weight_name, bias_name, _),) in enumerate(self._names):
                 weight = params[weight_name] if weight_name in params else getattr(self, weight_name)
                 weights.append(self._weight(k, False, weight) if self._replaced else weight)
                 biases.append(params[bias_name] if bias_name in params else getattr(self, bias_name))
-            output, (h_n, c_n) = impl.lltm_sequence_layers(x, weights, biases, h0, c0)
+            dropout = self.dropout if self.training else 0.0
+            output, (h_n, c_n) = impl.lltm_sequence_layers(x, weights, biases, h0, c0, dropout)
             return output, h_n, c_n
         h_n, c_n = [], []
         # unbind, not h0[i]: one stack in the backward, not zeros, a copy and

@@ -83,12 +83,17 @@ def packed_reversed_rows(x: Tensor, batch_sizes) -> Tensor:
     return (offsets[lengths[b] - 1 - t] + b).to(x.device)
 
 
-def lltm_sequence_layers(x: Tensor, weights, biases, h0: Tensor | None = None, c0: Tensor | None = None):
+def lltm_sequence_layers(
+    x: Tensor, weights, biases, h0: Tensor | None = None, c0: Tensor | None = None, dropout: float = 0.0
+):
     """Layers of :func:`lltm_sequence` in plain PyTorch, layer k > 0 taking
-    layer k - 1's output: ``(output, (h_n, c_n))``, h_n and c_n ``[L, B, S]``
-    (see :func:`kernforge.functional.lltm_sequence_layers`)."""
+    layer k - 1's output (dropped out with probability ``dropout``):
+    ``(output, (h_n, c_n))``, h_n and c_n ``[L, B, S]`` (see
+    :func:`kernforge.functional.lltm_sequence_layers`)."""
     h_n, c_n = [], []
     for k, (W, b) in enumerate(zip(weights, biases, strict=True)):
+        if k > 0 and dropout > 0:
+            x = torch.nn.functional.dropout(x, dropout, training=True)
         x, (h, c) = lltm_sequence(x, W, b, None if h0 is None else h0[k], None if c0 is None else c0[k])
         h_n.append(h)
         c_n.append(c)
