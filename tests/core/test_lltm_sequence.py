@@ -2208,6 +2208,8 @@ def test_a_decoder_under_autograd_token_by_token_equals_the_whole_sequence(devic
             out, state = model(x[t : t + 1], state)
             steps.append(out)
     assert calls.names == ["lltm_sequence_forward"] * (5 * layers)
+    assert type(out.grad_fn).__name__ == "LLTMSequenceLayersBackward"
+    assert out.grad_fn is state[0].grad_fn is state[1].grad_fn  # one node a call
     loss = (torch.cat(steps) * upstream).sum() + state[0].sum() + state[1].square().sum()
     inputs = [x, *hx, *model.parameters()]
     grads = torch.autograd.grad(loss, inputs)
