@@ -1026,6 +1026,44 @@ def test_module_pickles_whole(kept_names):
         close(got, want, **TOL[torch.float64])
 
 
+# Code written for nn.LSTM, as pytorch/examples' word_language_model does:
+# torch.save(model), then a weights-only torch.load of it whose safe globals
+# name the LSTM by its module path. {bind} binds the README's names first.
+SAFE_LOAD = """
+import io, torch, kernforge
+{bind} = kernforge.nn.LLTMSequence
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(4, 6, 2)
+        self.out = torch.nn.Linear(6, 3)
+    def forward(self, x):
+        return self.out(self.rnn(x)[0])
+model = Model().double()
+x = torch.randn(5, 2, 4, dtype=torch.float64)
+f = io.BytesIO()
+torch.save(model, f)
+f.seek(0)
+safe = [Model, torch.nn.modules.rnn.LSTM, torch.nn.modules.linear.Linear]
+with torch.serialization.safe_globals(safe):
+    loaded = torch.load(f)
+assert type(loaded.rnn) is kernforge.nn.LLTMSequence
+assert torch.equal(loaded(x), model(x))
+print("loaded")
+"""
+
+
+def test_the_readmes_binding_loads_a_model_saved_whole():
+    both = SAFE_LOAD.format(bind="torch.nn.LSTM = torch.nn.modules.rnn.LSTM")
+    done = subprocess.run([sys.executable, "-c", both], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout == "loaded\n", done.stderr[-3000:]
+    # torch.nn.LSTM alone leaves the module path naming torch's LSTM
+    one = SAFE_LOAD.format(bind="torch.nn.LSTM")
+    done = subprocess.run([sys.executable, "-c", one], capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "Unsupported global: GLOBAL kernforge.nn.LLTMSequence" in done.stderr, done.stderr[-3000:]
+
+
 def test_module_unsorted_lengths_need_enforce_sorted_false():
     seqs = [torch.randn(2, 4), torch.randn(3, 4)]
     with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
