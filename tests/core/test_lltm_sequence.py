@@ -720,6 +720,25 @@ def test_no_steps(device):
             op(x, W, b, h0, c0)
 
 
+@pytest.mark.parametrize("layers, dropout", [(1, 0.0), (2, 0.0), (2, 0.5)])
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+def test_module_no_steps_with_and_without_gradients(device, layers, dropout, grad):
+    # An empty sequence gives an empty output and the state it was given
+    # (zeros where none), in training and in inference alike.
+    gen = torch.Generator().manual_seed(76)
+    model = kernforge.nn.LLTMSequence(2, 5, layers, dropout=dropout, device=device)
+    x = torch.empty(0, 3, 2, device=device)
+    hx = tuple(random((layers, 3, 5), torch.float32, device, gen).requires_grad_() for _ in range(2))
+    with torch.set_grad_enabled(grad):
+        out, (h_n, c_n) = model(x, hx)
+        zero_out, (zero_h, zero_c) = model(x)
+    assert out.shape == zero_out.shape == (0, 3, 5)
+    assert torch.equal(h_n, hx[0]) and torch.equal(c_n, hx[1])
+    assert h_n.data_ptr() != hx[0].data_ptr() and c_n.data_ptr() != hx[1].data_ptr()  # of their own
+    assert not torch.any(zero_h) and not torch.any(zero_c) and zero_h.shape == (layers, 3, 5)
+    assert h_n.requires_grad == grad
+
+
 def test_empty_batch(device):
     gen = torch.Generator().manual_seed(77)
     ins = [t.requires_grad_() for t in _inputs(3, 0, 2, 5, torch.float32, device, gen)]

@@ -994,7 +994,8 @@ def lltm_sequence_layers(
     output: what :class:`kernforge.nn.LLTMSequence` runs for one direction.
 
     Args:
-        x: ``[T, B, F]`` inputs (T >= 1).
+        x: ``[T, B, F]`` inputs; T = 0 gives an empty output and h_n, c_n
+            the state given (zeros where None), with or without gradients.
         weights, biases: one per layer, ``[3S, S + F_k]`` and ``[3S]`` (F_0 =
             F, else S).
         h0, c0: ``[L, B, S]`` initial states, or None (zeros).
@@ -1040,21 +1041,23 @@ def lltm_sequence_layers(
     if not grad and not _tracing():
         if tangents:
             _tangents("lltm_sequence_layers", x, *weights, *biases, h0, c0)  # raises on a tangent
-        if dropout == 0.0 or x.dim() != 3 or x.shape[0] == 0:  # (the op names what is wrong)
+        steps = x.dim() != 3 or x.shape[0] > 0  # (no steps: as with gradients, below)
+        if steps and dropout == 0.0:  # (the op names what is wrong)
             with _below_autograd():
                 output, h_n, c_n = _ops.lltm_sequence_layers_inference.default(x, weights, biases, h0, c0)
             return output, (h_n, c_n)
-        # Dropout between the layers: a call a layer, nothing kept.
-        _check_later_layers(x, weights, biases, h0, c0)
-        return LLTMSequenceLayers.run(
-            _ops.lltm_sequence_inference.default, x, h0, c0, dropout, weights, biases
-        )[:2]
-    if not (_tracing() or tangents or _transforming()) and x.dim() == 3 and x.shape[0] > 0:
+        if steps:  # dropout between the layers: a call a layer, nothing kept
+            _check_later_layers(x, weights, biases, h0, c0)
+            return LLTMSequenceLayers.run(
+                _ops.lltm_sequence_inference.default, x, h0, c0, dropout, weights, biases
+            )[:2]
+    elif not (_tracing() or tangents or _transforming()) and x.dim() == 3 and x.shape[0] > 0:
         _check_later_layers(x, weights, biases, h0, c0)
         output, h_n, c_n = LLTMSequenceLayers.apply(x, h0, c0, dropout, *weights, *biases)
         return output, (h_n, c_n)
-    # Traced, compiled, under torch.func or forward-mode AD, or no steps:
-    # each layer the op with its registered formula.
+    # Traced, compiled, under torch.func or forward-mode AD, or no steps
+    # (an empty output, h_n and c_n the state given, or zeros): each layer
+    # lltm_sequence, the op with its registered formula.
     if any(t is not None and (t.dim() != 3 or t.shape[0] != layers) for t in (h0, c0)):
         _checks.lltm_sequence_layers(x, weights, biases, h0, c0, op="lltm_sequence_layers")
     h_n, c_n = [], []
