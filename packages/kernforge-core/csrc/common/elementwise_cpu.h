@@ -26,8 +26,11 @@ constexpr int64_t kGrain = 32768;
 #define KF_X86_CLONES 1
 #endif
 
-// The instruction sets the loops are compiled for.
+// The instruction sets the loops are compiled for: baseline x86-64, AVX2
+// with FMA (KF_AVX2; without fma the compiler multiplies and adds apart, two
+// instructions a product), and AVX-512.
 enum class Isa { kBaseline, kAvx2, kAvx512 };
+#define KF_AVX2 "avx2,fma"
 
 // The widest of them that this CPU has, capped as torch caps its own kernels
 // by ATEN_CPU_CAPABILITY ("default", "avx2") where that is set; so each
@@ -36,7 +39,7 @@ inline Isa cpu_isa() {
   static const Isa isa = [] {
     Isa has = Isa::kBaseline;
 #ifdef KF_X86_CLONES
-    if (__builtin_cpu_supports("avx2")) has = Isa::kAvx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) has = Isa::kAvx2;
     if (has == Isa::kAvx2 && __builtin_cpu_supports("avx512f") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512bw"))
@@ -99,8 +102,8 @@ void flat_chunk_baseline(const Plan& p, const F& f, int64_t begin, int64_t end, 
 
 #ifdef KF_X86_CLONES
 template <class scalar_t, class Plan, class F, class Seq>
-__attribute__((target("avx2"))) void flat_chunk_avx2(const Plan& p, const F& f, int64_t begin,
-                                                     int64_t end, Seq seq) {
+__attribute__((target(KF_AVX2))) void flat_chunk_avx2(const Plan& p, const F& f, int64_t begin,
+                                                      int64_t end, Seq seq) {
   flat_chunk<scalar_t>(p, f, begin, end, seq);
 }
 #endif

@@ -146,8 +146,8 @@ void run_baseline(const Chunks& ch, const Rows& r, int64_t c0, int64_t c1) {
 
 #ifdef KF_X86_CLONES
 template <class Rows>
-__attribute__((target("avx2"))) void run_avx2(const Chunks& ch, const Rows& r, int64_t c0,
-                                              int64_t c1) {
+__attribute__((target(KF_AVX2))) void run_avx2(const Chunks& ch, const Rows& r, int64_t c0,
+                                               int64_t c1) {
   ch.run(r, c0, c1);
 }
 
