@@ -1,4 +1,4 @@
-"""The CPU loops (elementwise and the LLTM's gate passes) are compiled for
+"""The CPU loops (elementwise, the LLTM's gate passes, a few rows' steps) are compiled for
 baseline x86-64, AVX2 and AVX-512, and the widest one the CPU has runs. As for
 torch's own kernels, ATEN_CPU_CAPABILITY caps the choice ("default", "avx2").
 The rest of the suite runs the widest; here the CPU tests that compare with
@@ -25,6 +25,7 @@ TESTS = [
     "test_lltm.py::test_non_contiguous_inputs",
     "test_lltm.py::test_backward_reads_strided_gradients_in_place",
     "test_lltm.py::test_cpu_bias_gradient_is_the_same_for_any_thread_count",
+    "test_lltm_sequence.py::test_cpu_few_rows_equal_the_reference_on_any_number_of_threads",
 ]
 
 

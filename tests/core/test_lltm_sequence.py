@@ -1777,6 +1777,45 @@ def test_packed_op_equals_the_steps_rows(device, dtype, size):
     _check_against_the_reference([x, *rest], {"batch_sizes": torch.tensor(sizes)}, tol, gen)
 
 
+# On the CPU a sequence of up to 8 rows (packed: in its first step) steps
+# without a GEMM (W_h^T laid out in blocks of 8 units, each step's blocks
+# shared out among the threads the same way), and its backward's product a
+# step, d_gates_t W_h, sums b's rows into each thread's columns. Hidden
+# sizes past one pass of 64 units, not multiples of 8; batches that take
+# every grouping of rows (4, 2, 1); one thread and two (S = 150 and 200 step
+# on two): against the reference with and without a state, and bit for bit
+# the same on one thread as on two.
+@DTYPES
+@pytest.mark.parametrize("size", [(4, 1, 5, 100), (3, 7, 9, 200), (2, 8, 3, 150)], ids=str)
+@pytest.mark.parametrize("packed", [False, True], ids=["fixed", "packed"])
+def test_cpu_few_rows_equal_the_reference_on_any_number_of_threads(dtype, size, packed):
+    steps, batch, features, state = size
+    gen = torch.Generator().manual_seed(131)
+    if packed:
+        x, sizes, rest = _packed_inputs(batch, features, state, steps, dtype, "cpu", gen)
+        ins, kwargs = [x, *rest], {"batch_sizes": sizes}
+    else:
+        ins, kwargs = _inputs(*size, dtype, "cpu", gen), {}
+    tol = _sequence_tolerance(dtype, steps, batch)
+    # (copies: on the CPU in float64 the check's reference takes its inputs' own tensors)
+    _check_against_the_reference([t.clone() for t in ins], kwargs, tol, gen)
+    _check_against_the_reference([t.clone() for t in ins[:3]], kwargs, tol, gen)
+    results, threads = [], torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            ours = [t.clone().requires_grad_() for t in ins]
+            out, (h_n, c_n) = kernforge.lltm_sequence(*ours, **kwargs)
+            upstream = torch.Generator().manual_seed(132)
+            grads = [random(t.shape, dtype, "cpu", upstream) for t in (out, h_n, c_n)]
+            torch.autograd.backward((out, h_n, c_n), grads)
+            results.append([out, h_n, c_n, *(t.grad for t in ours)])
+    finally:
+        torch.set_num_threads(threads)
+    for name, one, two in zip(("output", "h_n", "c_n", "x", "W", "b", "h0", "c0"), *results, strict=True):
+        assert torch.equal(one, two), name
+
+
 @pytest.mark.parametrize("reentrant", [False, True], ids=["non_reentrant", "reentrant"])
 @pytest.mark.parametrize("packed", [False, True], ids=["fixed", "packed"])
 def test_module_under_activation_checkpointing(device, packed, reentrant):

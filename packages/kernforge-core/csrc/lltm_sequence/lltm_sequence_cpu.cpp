@@ -1,7 +1,8 @@
 // The LLTM sequence on the CPU: the driver of lltm_sequence_math.h with
 // torch's CPU GEMMs (addmm into views, through the C shim) and the cell's row
 // passes (lltm/lltm_cpu_rows.h); a generated token of a few rows by dot
-// products from pointers (TokenUnits).
+// products from pointers (TokenUnits), and the steps of a sequence of a few
+// rows from W_h^T laid out in blocks (StepBlocks).
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h>
 #include <torch/csrc/stable/library.h>
 
@@ -142,13 +143,273 @@ struct TokenUnits : TokenBuffers<scalar_t> {
   }
 };
 
+// A sequence of a few rows steps without a GEMM a step (which packs W_h
+// again every step): W_h^T is laid out once a call in blocks of kStepUnits
+// units (block j, then k, then gate g: the kStepUnits values W_h[g S + j U
+// + i, k], zeros past S), so that a step's products for a block are one
+// contiguous read, each value multiplied into every row's accumulators
+// (vectors over the block's units, kept in registers), with no sums
+// across lanes. Each thread takes the same blocks every step, so that its
+// part of W_h^T stays in its core's cache.
+constexpr int64_t kStepUnits = 8;
+
+// Rows a pass: as many as keep 3 R vectors of accumulators in AVX2's
+// sixteen registers.
+template <class acc_t>
+constexpr int kStepRows = sizeof(acc_t) == 4 ? 4 : 2;
+
+// kStepUnits accumulators of a step's products as one vector of the
+// compiler's (a register in AVX2 for floats), where an array was kept in
+// memory, each product a load and a store; `load` reads one from memory of
+// any alignment.
+template <class acc_t>
+struct StepVector;
+template <>
+struct StepVector<float> {
+  typedef float type __attribute__((vector_size(kStepUnits * sizeof(float))));
+  typedef float load
+      __attribute__((vector_size(kStepUnits * sizeof(float)), aligned(4), may_alias));
+};
+template <>
+struct StepVector<double> {
+  typedef double type __attribute__((vector_size(kStepUnits * sizeof(double))));
+  typedef double load
+      __attribute__((vector_size(kStepUnits * sizeof(double)), aligned(8), may_alias));
+};
+
+// W_h^T in kStepUnits blocks, in the accumulators' type: written in order,
+// read from a block's 3 kStepUnits rows of W at once.
+template <class scalar_t>
+void block_recurrent_weight(const scalar_t* __restrict W, int64_t ldw, int64_t S,
+                            opmath_t<scalar_t>* __restrict out) {
+  using acc_t = opmath_t<scalar_t>;
+  constexpr int64_t U = kStepUnits;
+  const int64_t blocks = (S + U - 1) / U;
+  torch::stable::parallel_for(0, blocks, std::max<int64_t>(1, cpu::kGrain / (3 * U * S)),
+                              [&](int64_t j0, int64_t j1) {
+                                for (int64_t j = j0; j < j1; ++j) {
+                                  acc_t* o = out + j * S * 3 * U;
+                                  for (int64_t k = 0; k < S; ++k)
+                                    for (int64_t g = 0; g < 3; ++g)
+                                      for (int64_t i = 0; i < U; ++i, ++o) {
+                                        const int64_t u = j * U + i;
+                                        *o = u < S ? acc_t(W[(g * S + u) * ldw + k]) : acc_t(0);
+                                      }
+                                }
+                              });
+}
+
+// A step of rows [b, b + R) over blocks [j0, j1): each block's products
+// h_{t-1} W_h^T plus P_t, then, each kTokenBlock units, their cells.
+template <class scalar_t>
+struct StepBlocks : TokenBuffers<scalar_t> {
+  using Buffers = TokenBuffers<scalar_t>;
+  using Buffers::bias, Buffers::h0, Buffers::c0, Buffers::output, Buffers::c_n, Buffers::h_n,
+      Buffers::gates, Buffers::cells;
+  using typename Buffers::cell_t;
+  using acc_t = opmath_t<scalar_t>;
+  const scalar_t* P;  // the step's x W_x^T [batch, 3S]
+  const acc_t* WT;    // block_recurrent_weight's
+  int64_t batch, S;
+
+  KF_ALWAYS_INLINE void run(int64_t, int64_t j0, int64_t j1) const {
+    constexpr int R = kStepRows<acc_t>;
+    int64_t b = 0;
+    for (; b + R <= batch; b += R) rows<R>(b, j0, j1);
+    if constexpr (R == 4) {
+      if (b + 2 <= batch) rows<2>(b, j0, j1), b += 2;
+    }
+    if (b < batch) rows<1>(b, j0, j1);
+  }
+
+  template <int R>
+  KF_ALWAYS_INLINE void rows(int64_t b, int64_t j0, int64_t j1) const {
+    constexpr int64_t U = kStepUnits, blocks_a_pass = kTokenBlock / U;
+    acc_t pre[R][3 * kTokenBlock];
+    scalar_t spare_gates[3 * kTokenBlock], spare_h[kTokenBlock];
+    cell_t zeros[kTokenBlock] = {};
+    for (int64_t p0 = j0; p0 < j1; p0 += blocks_a_pass) {
+      const int64_t p1 = std::min(j1, p0 + blocks_a_pass), u0 = p0 * U;
+      for (int64_t j = p0; j < p1; ++j) {
+        using vec_t = typename StepVector<acc_t>::type;
+        using load_t = typename StepVector<acc_t>::load;
+        // acc never has its address taken (indexed below through sums), so
+        // that it stays in registers through the loop: K sets of them for
+        // K values of k at once, twelve chains of adds in all, enough to
+        // hide the adds' latency for one row too.
+        constexpr int K = 4 / R;
+        vec_t acc[K][R][3] = {}, sums[R][3];
+        if (h0) {
+          const acc_t* w = WT + j * S * 3 * U;
+          const auto add = [&](int q, int64_t k) __attribute__((always_inline)) {
+            const acc_t* wk = w + k * 3 * U;
+            const vec_t w0 = *reinterpret_cast<const load_t*>(wk),
+                        w1 = *reinterpret_cast<const load_t*>(wk + U),
+                        w2 = *reinterpret_cast<const load_t*>(wk + 2 * U);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+              const acc_t h = acc_t(h0[(b + r) * S + k]);
+              acc[q][r][0] += h * w0;
+              acc[q][r][1] += h * w1;
+              acc[q][r][2] += h * w2;
+            }
+          };
+          int64_t k = 0;
+          for (; k + K <= S; k += K)
+#pragma GCC unroll 4
+            for (int q = 0; q < K; ++q) add(q, k + q);
+          for (; k < S; ++k) add(0, k);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+          for (int g = 0; g < 3; ++g) {
+            sums[r][g] = acc[0][r][g];
+#pragma GCC unroll 4
+            for (int q = 1; q < K; ++q) sums[r][g] += acc[q][r][g];
+          }
+        const int64_t n = std::min(U, S - j * U), at = (j - p0) * U;
+        for (int r = 0; r < R; ++r)
+          for (int64_t g = 0; g < 3; ++g)
+            for (int64_t i = 0; i < n; ++i)
+              pre[r][g * kTokenBlock + at + i] =
+                  sums[r][g][i] + acc_t(P[(b + r) * 3 * S + g * S + j * U + i]);
+      }
+      const int64_t n = std::min(S, p1 * U) - u0;
+      for (int r = 0; r < R; ++r) {
+        const int64_t e = (b + r) * S + u0;
+        token_cells<scalar_t, cell_t>(n, pre[r], bias + u0, S, c0 ? c0 + e : zeros,
+                                      gates ? gates + (b + r) * 3 * S + u0 : spare_gates,
+                                      gates ? S : kTokenBlock, cells + e, c_n + e, output + e,
+                                      h_n ? h_n + e : spare_h);
+      }
+    }
+  }
+};
+
+// A step's blocks split evenly over the threads, the same each step, a
+// thread for each 2^15 products at least, which pays for waking it (2 cores:
+// one thread at B = 1, S = 128, two at S = 256 or B = 2).
+inline cpu::Chunks step_chunks(int64_t blocks, int64_t products) {
+  cpu::Chunks chunks(blocks, blocks);
+  const int64_t threads = std::clamp<int64_t>(products >> 15, 1, torch::stable::get_num_threads());
+  chunks.rows = (blocks + threads - 1) / threads;
+  chunks.count = (blocks + chunks.rows - 1) / chunks.rows;
+  return chunks;
+}
+
+// A sequence of at most kTokenMaxBatch rows (packed: its first step's),
+// P = x W_x^T made: its steps as StepBlocks, reading h_{t-1} from the step
+// before's output. B = 1, S = 256, 2 layers, T = 100, 2 cores (AVX2):
+// 2.4 ms a call, through a GEMM a step 6.7, nn.LSTM's oneDNN 3.9.
+template <class scalar_t>
+void run_steps(const SeqRecurrence& r) {
+  using cell_t = opmath_t<scalar_t>;
+  constexpr int64_t U = kStepUnits;
+  const int64_t B = r.batch, S = r.state, blocks = (S + U - 1) / U;
+  const int64_t* offsets = r.host_offsets;  // null: fixed length
+  const auto offset = [&](int64_t t) { return offsets ? offsets[t] : t * B; };
+  const TokenBuffers<scalar_t> buffers = TokenBuffers<scalar_t>::of(r);
+  std::vector<cell_t> WT(static_cast<size_t>(blocks * U * 3 * S));
+  block_recurrent_weight(static_cast<const scalar_t*>(r.W), r.ldw, S, WT.data());
+  // Without kept cells, each step's cells go to one of two steps' scratch:
+  // a packed row that ends at step t is not read again, and c_n has it.
+  std::vector<cell_t> scratch(r.cells ? 0 : static_cast<size_t>(2 * B * S));
+  const auto cells_at = [&](int64_t t) {
+    return r.cells ? buffers.cells + offset(t) * S : scratch.data() + (t & 1) * B * S;
+  };
+  for (int64_t t = 0; t < r.steps; ++t) {
+    const int64_t row = offset(t), rows = offsets ? offsets[t + 1] - row : B;
+    StepBlocks<scalar_t> step{
+        {buffers}, static_cast<const scalar_t*>(r.P) + row * 3 * S, WT.data(), rows, S};
+    if (t > 0) {
+      step.h0 = buffers.output + offset(t - 1) * S;
+      step.c0 = cells_at(t - 1);
+    }
+    step.cells = cells_at(t);
+    step.gates = r.gates ? buffers.gates + row * 3 * S : nullptr;
+    step.output = buffers.output + row * S;
+    cpu::run_rows(step_chunks(blocks, 3 * S * S * rows), step);
+  }
+}
+
+// out [M, n] = a [M, K] b [K, n] (plus beta out) for M <= kTokenMaxBatch,
+// where a GEMM a step (the backward's d_gates_t W_h: the gradient of
+// h_{t-1}) packs b again every call: b's rows are read as they lie, in
+// order, four at a time, each added, times a's four values, into every
+// row's sums of the chunk's columns (kept in the core's L1). The columns
+// split over the threads as StepBlocks' units are, the same each call.
+// Each column's sum runs in one order whatever the threads, so d_b (a ones
+// row times d_gates) does not depend on their number.
+template <class scalar_t>
+struct RowsProduct {
+  using acc_t = opmath_t<scalar_t>;
+  const scalar_t* a;
+  const scalar_t* b;
+  scalar_t* out;
+  int64_t lda, ldb, ldo, M, K, n;
+  acc_t beta;
+
+  // Columns [c0 kStepUnits, c1 kStepUnits) of every row.
+  KF_ALWAYS_INLINE void run(int64_t, int64_t c0, int64_t c1) const {
+    const int64_t col0 = c0 * kStepUnits, width = std::min(n, c1 * kStepUnits) - col0;
+    std::vector<acc_t> sums(static_cast<size_t>(M * width));
+    int64_t k = 0;
+    for (; k + 4 <= K; k += 4) {
+      const scalar_t* __restrict b0 = b + k * ldb + col0;
+      const scalar_t* __restrict b1 = b0 + ldb, * __restrict b2 = b1 + ldb, * __restrict b3 = b2 + ldb;
+      for (int64_t m = 0; m < M; ++m) {
+        const scalar_t* am = a + m * lda + k;
+        const acc_t x0 = acc_t(am[0]), x1 = acc_t(am[1]), x2 = acc_t(am[2]), x3 = acc_t(am[3]);
+        acc_t* __restrict y = sums.data() + m * width;
+        for (int64_t i = 0; i < width; ++i)
+          y[i] += x0 * acc_t(b0[i]) + x1 * acc_t(b1[i]) + x2 * acc_t(b2[i]) + x3 * acc_t(b3[i]);
+      }
+    }
+    for (; k < K; ++k) {
+      const scalar_t* __restrict b0 = b + k * ldb + col0;
+      for (int64_t m = 0; m < M; ++m) {
+        const acc_t x0 = acc_t(a[m * lda + k]);
+        acc_t* __restrict y = sums.data() + m * width;
+        for (int64_t i = 0; i < width; ++i) y[i] += x0 * acc_t(b0[i]);
+      }
+    }
+    for (int64_t m = 0; m < M; ++m) {
+      scalar_t* __restrict o = out + m * ldo + col0;
+      const acc_t* __restrict y = sums.data() + m * width;
+      for (int64_t i = 0; i < width; ++i)
+        o[i] = scalar_t(beta == acc_t(0) ? y[i] : beta * acc_t(o[i]) + y[i]);
+    }
+  }
+};
+
 struct CpuSequence {
   using Guard = cpu::Launcher::Guard;
   // The row pass takes pre and gates as __restrict: they must not overlap.
   static constexpr bool kGatesOverPre = false;
 
+  // out = beta self + a b: RowsProduct for a few rows of a and b's rows
+  // contiguous (out being self), else torch's addmm.
   static void addmm(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b,
                     double beta) {
+    const int64_t M = a.size(0), K = a.size(1), n = b.size(1);
+    if (M >= 1 && M <= kTokenMaxBatch && K > 0 && out.get() == self.get() && a.stride(1) == 1 &&
+        b.stride(1) == 1 && out.stride(1) == 1) {
+      dispatch<Dtypes::Floating>(out.scalar_type(), [&](auto tag) {
+        using scalar_t = typename decltype(tag)::type;
+        const RowsProduct<scalar_t> product{static_cast<const scalar_t*>(a.data_ptr()),
+                                            static_cast<const scalar_t*>(b.data_ptr()),
+                                            static_cast<scalar_t*>(out.data_ptr()),
+                                            a.stride(0),
+                                            b.stride(0),
+                                            out.stride(0),
+                                            M,
+                                            K,
+                                            n,
+                                            opmath_t<scalar_t>(beta)};
+        cpu::run_rows(step_chunks((n + kStepUnits - 1) / kStepUnits, M * K * n), product);
+      });
+      return;
+    }
     if (aoti_torch_cpu_addmm_out(out.get(), self.get(), a.get(), b.get(), beta, 1.0) !=
         AOTI_TORCH_SUCCESS)
       throw std::runtime_error("kernforge::lltm_sequence: addmm failed");
@@ -173,14 +434,17 @@ struct CpuSequence {
     });
   }
 
-  // A token runs as TokenUnits; else the CPU steps: per step, the GEMM and
-  // the row pass use both cores.
+  // A token runs as TokenUnits, and a sequence of a few rows as
+  // StepBlocks after one GEMM for P (run_steps); else the CPU steps: per
+  // step, the GEMM and the row pass use both cores.
   static bool projects_input(const SeqRecurrence& r) { return token_fits(r); }
 
   static bool recurrence(const SeqRecurrence& r) {
-    if (!token_fits(r)) return false;
+    const bool token = token_fits(r);
+    if (!token && !(r.batch >= 1 && r.batch <= kTokenMaxBatch && r.P)) return false;
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
+      if (!token) return run_steps<scalar_t>(r);
       const TokenUnits<scalar_t> units{
           {TokenBuffers<scalar_t>::of(r)}, r.ldw, r.batch, r.state, r.features};
       cpu::run_rows(cpu::Chunks(r.state, 3 * r.ldw * r.batch), units);
