@@ -439,9 +439,15 @@ struct CpuSequence {
   // step, the GEMM and the row pass use both cores.
   static bool projects_input(const SeqRecurrence& r) { return token_fits(r); }
 
+  // run_steps' W_h^T in float is a copy of W_h made each call: up to 2^24
+  // values (64 MiB; S up to 2364), beyond which the GEMMs step.
+  static bool steps_fit(const SeqRecurrence& r) {
+    return r.batch >= 1 && r.batch <= kTokenMaxBatch && r.P && 3 * r.state * r.state <= (1 << 24);
+  }
+
   static bool recurrence(const SeqRecurrence& r) {
     const bool token = token_fits(r);
-    if (!token && !(r.batch >= 1 && r.batch <= kTokenMaxBatch && r.P)) return false;
+    if (!token && !steps_fit(r)) return false;
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
       if (!token) return run_steps<scalar_t>(r);
