@@ -2286,6 +2286,7 @@ def test_layers_with_gradients_bad_arguments_raise_before_any_layer_runs(monkeyp
             kernforge.functional.lltm_sequence_layers(x, [W], [b], dropout=dropout)
 
 
+@pytest.mark.sanitize
 @pytest.mark.parametrize("layers, dropout", [(1, 0.0), (2, 0.0), (2, 0.5)])
 def test_a_decoder_under_autograd_token_by_token_equals_the_whole_sequence(device, layers, dropout):
     # A decoder trained stepping one token a call, the state carried: each
