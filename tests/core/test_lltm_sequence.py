@@ -1544,6 +1544,39 @@ def test_prune_on_an_lstm_weight_name():
         close(fresh(x)[0], twin(x)[0], **TOL[torch.float64])
 
 
+def test_global_pruning_takes_the_layers_own_weights():
+    """prune.global_unstructured, which flattens every tensor with view(-1),
+    prunes the layers' own weight_l{k} together (the smallest magnitudes of
+    all of them), and the forward runs on the pruned weights; on nn.LSTM's
+    names, views of a weight's columns, torch's view(-1) fails, as the
+    README says."""
+    torch.manual_seed(0)
+    layer = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+    x = torch.randn(5, 3, 4, dtype=torch.float64)
+    weights = [layer.weight_l0.detach().clone(), layer.weight_l1.detach().clone()]
+    prune.global_unstructured(
+        [(layer, "weight_l0"), (layer, "weight_l1")], pruning_method=prune.L1Unstructured, amount=0.4
+    )
+    every = torch.cat([w.abs().flatten() for w in weights])
+    kept = every > every.kthvalue(round(0.4 * every.numel())).values
+    masks = [layer.weight_l0_mask, layer.weight_l1_mask]
+    assert torch.equal(torch.cat([m.flatten() for m in masks]).bool(), kept)
+    twin = kernforge.nn.LLTMSequence(4, 6, 2, dtype=torch.float64)
+    with torch.no_grad():
+        twin.bias_l0.copy_(layer.bias_l0)
+        twin.bias_l1.copy_(layer.bias_l1)
+        twin.weight_l0.copy_(weights[0] * masks[0])
+        twin.weight_l1.copy_(weights[1] * masks[1])
+    close(layer(x)[0], twin(x)[0], **TOL[torch.float64])
+    lstm_names = kernforge.nn.LLTMSequence(4, 6, 2)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        prune.global_unstructured(
+            [(lstm_names, "weight_hh_l0"), (lstm_names, "weight_ih_l1")],
+            pruning_method=prune.L1Unstructured,
+            amount=0.4,
+        )
+
+
 def test_functional_call_with_an_lstm_weight_name_leaves_the_layer_as_it_was():
     """torch.func.functional_call reads the name, sets the tensor given, and
     sets back what it read (a view of the weight's columns): the call runs on
