@@ -297,7 +297,16 @@ inline cpu::Chunks step_chunks(int64_t blocks, int64_t products) {
   return chunks;
 }
 
-// A sequence of at most kTokenMaxBatch rows (packed: its first step's),
+// Rows a sequence steps with StepBlocks at most.
+// Each group of kStepRows rows reads the thread's blocks of W_h^T again from
+// its cache, and that still beat a GEMM a step up to 128 rows: 2 layers, F =
+// S, 2 cores (AVX2), ms to infer, StepBlocks / a GEMM a step / nn.LSTM
+// (oneDNN): (20, 650), T = 35, 50.5 / 75.2 / 64.7; (64, 512), T = 20, 53.4 /
+// 62.6 / 67.0; (128, 650), T = 10, 103.9 / 115.5 / 120.7. At 256 rows they
+// tied, and at 512 and 1024 the GEMMs won by up to 18%.
+constexpr int64_t kStepsMaxBatch = 128;
+
+// A sequence of at most kStepsMaxBatch rows (packed: in its first step),
 // P = x W_x^T made: its steps as StepBlocks, reading h_{t-1} from the step
 // before's output. B = 1, S = 256, 2 layers, T = 100, 2 cores (AVX2):
 // 2.4 ms a call, through a GEMM a step 6.7, nn.LSTM's oneDNN 3.9.
@@ -442,7 +451,7 @@ struct CpuSequence {
   // run_steps' W_h^T in float is a copy of W_h made each call: up to 2^24
   // values (64 MiB; S up to 2364), beyond which the GEMMs step.
   static bool steps_fit(const SeqRecurrence& r) {
-    return r.batch >= 1 && r.batch <= kTokenMaxBatch && r.P && 3 * r.state * r.state <= (1 << 24);
+    return r.batch >= 1 && r.batch <= kStepsMaxBatch && r.P && 3 * r.state * r.state <= (1 << 24);
   }
 
   static bool recurrence(const SeqRecurrence& r) {
