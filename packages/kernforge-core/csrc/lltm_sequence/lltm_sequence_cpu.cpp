@@ -297,13 +297,12 @@ inline cpu::Chunks step_chunks(int64_t blocks, int64_t products) {
   return chunks;
 }
 
-// Rows a sequence steps with StepBlocks at most.
-// Each group of kStepRows rows reads the thread's blocks of W_h^T again from
-// its cache, and that still beat a GEMM a step up to 128 rows: 2 layers, F =
-// S, 2 cores (AVX2), ms to infer, StepBlocks / a GEMM a step / nn.LSTM
-// (oneDNN): (20, 650), T = 35, 50.5 / 75.2 / 64.7; (64, 512), T = 20, 53.4 /
-// 62.6 / 67.0; (128, 650), T = 10, 103.9 / 115.5 / 120.7. At 256 rows they
-// tied, and at 512 and 1024 the GEMMs won by up to 18%.
+// The most rows a sequence steps through StepBlocks. Each group of kStepRows rows reads the
+// thread's blocks of W_h^T again from its cache, and that still beat a GEMM a step up to 128
+// rows: 2 layers, F = S, 2 cores (AVX2), ms to infer, StepBlocks / a GEMM a step / nn.LSTM
+// (oneDNN): (20, 650), T = 35, 50.5 / 75.2 / 64.7; (64, 512), T = 20, 53.4 / 62.6 / 67.0;
+// (128, 650), T = 10, 103.9 / 115.5 / 120.7. At 256 rows they tied, and at 512 and 1024 the
+// GEMMs won by up to 18%.
 constexpr int64_t kStepsMaxBatch = 128;
 
 // A sequence of at most kStepsMaxBatch rows (packed: in its first step),

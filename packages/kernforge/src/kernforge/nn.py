@@ -177,8 +177,8 @@ class LLTMSequence(nn.Module):
     does after its call) gives the columns back. ``torch.nn.utils.parametrize``
     (``parametrizations.weight_norm``, ``orthogonal``) takes the layer's
     own ``weight_l{k}``; it refuses the LSTM's names, which are views.
-    So does ``torch.nn.utils.prune.global_unstructured`` (its
-    ``parameters_to_vector`` cannot ``view(-1)`` a view of columns).
+    ``torch.nn.utils.prune.global_unstructured`` takes ``weight_l{k}`` too:
+    on the LSTM's names its ``view(-1)`` of a view of columns fails.
 
     Shape:
         forward(input, hx=None) -> (output, (h_n, c_n)): input ``[T, B, F]``
