@@ -1810,18 +1810,19 @@ def test_packed_op_equals_the_steps_rows(device, dtype, size):
     _check_against_the_reference([x, *rest], {"batch_sizes": torch.tensor(sizes)}, tol, gen)
 
 
-# On the CPU a sequence of up to 128 rows (packed: in its first step) steps
-# without a GEMM (W_h^T laid out in blocks of 8 units, each step's blocks
+# On the CPU a sequence of up to 128 rows (packed: in its first step) over
+# at least 4 steps and 32 rows' steps in all steps without a GEMM in float,
+# bfloat16 and half (W_h^T laid out in blocks of 8 units, each step's blocks
 # shared out among the threads the same way), and the backward's product a
 # step of up to 8 rows, d_gates_t W_h, sums b's rows into each thread's
-# columns. Hidden sizes past one pass of 64 units, not multiples of 8;
-# batches that take every grouping of rows (4, 2, 1), past 8 rows (the
-# backward through GEMMs) and at 128; one thread and two (S = 150 and 200
-# step on two): against the reference with and without a state, and bit for
-# bit the same on one thread as on two (up to 8 rows).
+# columns; float64 steps by GEMMs. Hidden sizes past one pass of 64 units,
+# not multiples of 8; batches that take every grouping of rows (4, 2, 1),
+# past 8 rows (the backward through GEMMs) and at 128; one thread and two
+# (S = 150 and 200 step on two): against the reference with and without a
+# state, and bit for bit the same on one thread as on two (up to 8 rows).
 @DTYPES
 @pytest.mark.parametrize(
-    "size", [(4, 1, 5, 100), (3, 7, 9, 200), (2, 8, 3, 150), (3, 23, 6, 100), (2, 128, 3, 40)], ids=str
+    "size", [(32, 1, 5, 100), (5, 7, 9, 200), (4, 8, 3, 150), (4, 23, 6, 100), (4, 128, 3, 40)], ids=str
 )
 @pytest.mark.parametrize("packed", [False, True], ids=["fixed", "packed"])
 def test_cpu_few_rows_equal_the_reference_on_any_number_of_threads(dtype, size, packed):

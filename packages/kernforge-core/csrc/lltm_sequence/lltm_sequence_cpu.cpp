@@ -297,13 +297,16 @@ inline cpu::Chunks step_chunks(int64_t blocks, int64_t products) {
   return chunks;
 }
 
-// The most rows a sequence steps through StepBlocks. Each group of kStepRows rows reads the
-// thread's blocks of W_h^T again from its cache, and that still beat a GEMM a step up to 128
-// rows: 2 layers, F = S, 2 cores (AVX2), ms to infer, StepBlocks / a GEMM a step / nn.LSTM
-// (oneDNN): (20, 650), T = 35, 50.5 / 75.2 / 64.7; (64, 512), T = 20, 53.4 / 62.6 / 67.0;
-// (128, 650), T = 10, 103.9 / 115.5 / 120.7. At 256 rows they tied, and at 512 and 1024 the
-// GEMMs won by up to 18%.
-constexpr int64_t kStepsMaxBatch = 128;
+// When a sequence steps through StepBlocks: up to 128 rows (each group of kStepRows rows reads
+// the thread's blocks of W_h^T again from its cache), in float, bfloat16 and half, and over
+// enough steps to pay for W_h^T's copy (3 S^2 values, 5.8 ms at S = 1024 on 2 cores, AVX2). A
+// GEMM a step was faster in float64 (StepBlocks' double accumulators spill: 4 to 20x slower at 1
+// to 128 rows), over 3 steps at 8 to 128 rows, and at one row over fewer than about 32 steps.
+// Float, F = S, ms a forward call, a GEMM a step / StepBlocks: (B, S) = (1, 1024), T = 8 8.1 /
+// 11.3, T = 35 28.8 / 14.9; (8, 1024), T = 4 14.5 / 13.0, T = 8 18.6 / 15.0; (32, 650), T = 35
+// 57.1 / 41.5; (128, 650), T = 35 249.1 / 209.0; (128, 1024), T = 8 115.0 / 97.9; (1, 256), T =
+// 35 1.21 / 0.57. F = 5, T = 3: (32, 1024) 4.6 / 8.2.
+constexpr int64_t kStepsMaxBatch = 128, kStepsMinSteps = 4, kStepsMinRowSteps = 32;
 
 // A sequence of at most kStepsMaxBatch rows (packed: in its first step),
 // P = x W_x^T made: its steps as StepBlocks, reading h_{t-1} from the step
@@ -450,7 +453,9 @@ struct CpuSequence {
   // run_steps' W_h^T in float is a copy of W_h made each call: up to 2^24
   // values (64 MiB; S up to 2364), beyond which the GEMMs step.
   static bool steps_fit(const SeqRecurrence& r) {
-    return r.batch >= 1 && r.batch <= kStepsMaxBatch && r.P && 3 * r.state * r.state <= (1 << 24);
+    return r.dtype != ScalarType::Double && r.batch >= 1 && r.batch <= kStepsMaxBatch &&
+           r.steps >= kStepsMinSteps && r.batch * r.steps >= kStepsMinRowSteps && r.P &&
+           3 * r.state * r.state <= (1 << 24);
   }
 
   static bool recurrence(const SeqRecurrence& r) {
