@@ -7,6 +7,7 @@
 #include <torch/csrc/stable/library.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "lltm/lltm_cpu_rows.h"
@@ -155,27 +156,15 @@ constexpr int64_t kStepUnits = 8;
 
 // Rows a pass: as many as keep 3 R vectors of accumulators in AVX2's
 // sixteen registers.
-template <class acc_t>
-constexpr int kStepRows = sizeof(acc_t) == 4 ? 4 : 2;
+constexpr int kStepRows = 4;
 
-// kStepUnits accumulators of a step's products as one vector of the
-// compiler's (a register in AVX2 for floats), where an array was kept in
-// memory, each product a load and a store; `load` reads one from memory of
-// any alignment.
-template <class acc_t>
-struct StepVector;
-template <>
-struct StepVector<float> {
-  typedef float type __attribute__((vector_size(kStepUnits * sizeof(float))));
-  typedef float load
-      __attribute__((vector_size(kStepUnits * sizeof(float)), aligned(4), may_alias));
-};
-template <>
-struct StepVector<double> {
-  typedef double type __attribute__((vector_size(kStepUnits * sizeof(double))));
-  typedef double load
-      __attribute__((vector_size(kStepUnits * sizeof(double)), aligned(8), may_alias));
-};
+// kStepUnits float accumulators of a step's products as one vector of the
+// compiler's (a register in AVX2), where an array was kept in memory, each
+// product a load and a store; `load` reads one from memory of any alignment.
+// (Float64 steps by GEMMs: see kStepsMaxBatch.)
+typedef float StepVector __attribute__((vector_size(kStepUnits * sizeof(float))));
+typedef float StepLoad
+    __attribute__((vector_size(kStepUnits * sizeof(float)), aligned(4), may_alias));
 
 // W_h^T in kStepUnits blocks, in the accumulators' type: written in order,
 // read from a block's 3 kStepUnits rows of W at once.
@@ -213,12 +202,9 @@ struct StepBlocks : TokenBuffers<scalar_t> {
   int64_t batch, S;
 
   KF_ALWAYS_INLINE void run(int64_t, int64_t j0, int64_t j1) const {
-    constexpr int R = kStepRows<acc_t>;
     int64_t b = 0;
-    for (; b + R <= batch; b += R) rows<R>(b, j0, j1);
-    if constexpr (R == 4) {
-      if (b + 2 <= batch) rows<2>(b, j0, j1), b += 2;
-    }
+    for (; b + kStepRows <= batch; b += kStepRows) rows<kStepRows>(b, j0, j1);
+    if (b + 2 <= batch) rows<2>(b, j0, j1), b += 2;
     if (b < batch) rows<1>(b, j0, j1);
   }
 
@@ -231,8 +217,8 @@ struct StepBlocks : TokenBuffers<scalar_t> {
     for (int64_t p0 = j0; p0 < j1; p0 += blocks_a_pass) {
       const int64_t p1 = std::min(j1, p0 + blocks_a_pass), u0 = p0 * U;
       for (int64_t j = p0; j < p1; ++j) {
-        using vec_t = typename StepVector<acc_t>::type;
-        using load_t = typename StepVector<acc_t>::load;
+        using vec_t = StepVector;
+        using load_t = StepLoad;
         // acc never has its address taken (indexed below through sums), so
         // that it stays in registers through the loop: K sets of them for
         // K values of k at once, twelve chains of adds in all, enough to
@@ -300,8 +286,9 @@ inline cpu::Chunks step_chunks(int64_t blocks, int64_t products) {
 // When a sequence steps through StepBlocks: up to 128 rows (each group of kStepRows rows reads
 // the thread's blocks of W_h^T again from its cache), in float, bfloat16 and half, and over
 // enough steps to pay for W_h^T's copy (3 S^2 values, 5.8 ms at S = 1024 on 2 cores, AVX2). A
-// GEMM a step was faster in float64 (StepBlocks' double accumulators spill: 4 to 20x slower at 1
-// to 128 rows), over 3 steps at 8 to 128 rows, and at one row over fewer than about 32 steps.
+// GEMM a step was faster in float64 (StepBlocks in double was 4 to 20x slower at 1 to 128
+// rows), over 3 steps at 8 to 128 rows, and at one row over fewer than about 32 steps
+// (more at a small F).
 // Float, F = S, ms a forward call, a GEMM a step / StepBlocks: (B, S) = (1, 1024), T = 8 8.1 /
 // 11.3, T = 35 28.8 / 14.9; (8, 1024), T = 4 14.5 / 13.0, T = 8 18.6 / 15.0; (32, 650), T = 35
 // 57.1 / 41.5; (128, 650), T = 35 249.1 / 209.0; (128, 1024), T = 8 115.0 / 97.9; (1, 256), T =
@@ -463,7 +450,10 @@ struct CpuSequence {
     if (!token && !steps_fit(r)) return false;
     dispatch<Dtypes::Floating>(r.dtype, [&](auto tag) {
       using scalar_t = typename decltype(tag)::type;
-      if (!token) return run_steps<scalar_t>(r);
+      if (!token) {
+        if constexpr (!std::is_same_v<scalar_t, double>) run_steps<scalar_t>(r);  // (steps_fit)
+        return;
+      }
       const TokenUnits<scalar_t> units{
           {TokenBuffers<scalar_t>::of(r)}, r.ldw, r.batch, r.state, r.features};
       cpu::run_rows(cpu::Chunks(r.state, 3 * r.ldw * r.batch), units);
