@@ -7,6 +7,7 @@
 #include <torch/csrc/stable/library.h>
 
 #include <algorithm>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -166,8 +167,12 @@ typedef float StepVector __attribute__((vector_size(kStepUnits * sizeof(float)))
 typedef float StepLoad
     __attribute__((vector_size(kStepUnits * sizeof(float)), aligned(4), may_alias));
 
-// W_h^T in kStepUnits blocks, in the accumulators' type: written in order,
-// read from a block's 3 kStepUnits rows of W at once.
+// W_h^T in kStepUnits blocks, in the accumulators' type: block j holds, for
+// each k, its 3 kStepUnits rows' values at k. Copied kStepCopyTile values
+// of k at a time, each row's read in order, so that the tile's writes stay
+// in L1 (a gather of one k at a time from the 24 rows took 1.9 ns a value).
+constexpr int64_t kStepCopyTile = 64;
+
 template <class scalar_t>
 void block_recurrent_weight(const scalar_t* __restrict W, int64_t ldw, int64_t S,
                             opmath_t<scalar_t>* __restrict out) {
@@ -176,15 +181,22 @@ void block_recurrent_weight(const scalar_t* __restrict W, int64_t ldw, int64_t S
   const int64_t blocks = (S + U - 1) / U;
   torch::stable::parallel_for(0, blocks, std::max<int64_t>(1, cpu::kGrain / (3 * U * S)),
                               [&](int64_t j0, int64_t j1) {
-                                for (int64_t j = j0; j < j1; ++j) {
-                                  acc_t* o = out + j * S * 3 * U;
-                                  for (int64_t k = 0; k < S; ++k)
+                                for (int64_t j = j0; j < j1; ++j)
+                                  for (int64_t k0 = 0; k0 < S; k0 += kStepCopyTile) {
+                                    const int64_t k1 = std::min(S, k0 + kStepCopyTile);
                                     for (int64_t g = 0; g < 3; ++g)
-                                      for (int64_t i = 0; i < U; ++i, ++o) {
+                                      for (int64_t i = 0; i < U; ++i) {
                                         const int64_t u = j * U + i;
-                                        *o = u < S ? acc_t(W[(g * S + u) * ldw + k]) : acc_t(0);
+                                        acc_t* __restrict o = out + j * S * 3 * U + g * U + i;
+                                        if (u >= S) {  // the last block's units past S
+                                          for (int64_t k = k0; k < k1; ++k) o[k * 3 * U] = 0;
+                                          continue;
+                                        }
+                                        const scalar_t* __restrict w = W + (g * S + u) * ldw;
+                                        for (int64_t k = k0; k < k1; ++k)
+                                          o[k * 3 * U] = acc_t(w[k]);
                                       }
-                                }
+                                  }
                               });
 }
 
@@ -284,16 +296,16 @@ inline cpu::Chunks step_chunks(int64_t blocks, int64_t products) {
 }
 
 // When a sequence steps through StepBlocks: up to 128 rows (each group of kStepRows rows reads
-// the thread's blocks of W_h^T again from its cache), in float, bfloat16 and half, and over
-// enough steps to pay for W_h^T's copy (3 S^2 values, 5.8 ms at S = 1024 on 2 cores, AVX2). A
-// GEMM a step was faster in float64 (StepBlocks in double was 4 to 20x slower at 1 to 128
-// rows), over 3 steps at 8 to 128 rows, and at one row over fewer than about 32 steps
-// (more at a small F).
-// Float, F = S, ms a forward call, a GEMM a step / StepBlocks: (B, S) = (1, 1024), T = 8 8.1 /
-// 11.3, T = 35 28.8 / 14.9; (8, 1024), T = 4 14.5 / 13.0, T = 8 18.6 / 15.0; (32, 650), T = 35
-// 57.1 / 41.5; (128, 650), T = 35 249.1 / 209.0; (128, 1024), T = 8 115.0 / 97.9; (1, 256), T =
-// 35 1.21 / 0.57. F = 5, T = 3: (32, 1024) 4.6 / 8.2.
-constexpr int64_t kStepsMaxBatch = 128, kStepsMinSteps = 4, kStepsMinRowSteps = 32;
+// the thread's blocks of W_h^T again from its cache), in float, bfloat16 and half, over at least
+// 4 steps and 8 rows' steps in all, which pay for W_h^T's copy (3 S^2 values). A GEMM a step was
+// faster in float64 (StepBlocks in double was 4 to 20x slower at 1 to 128 rows) and in most
+// shorter calls. Float, 2 cores (AVX2), ms a forward call, a GEMM a step / StepBlocks, (T, B, F,
+// S) = (2, 1, 16, 1024) 0.76 / 1.90; (4, 1, 16, 1024) 1.46 / 1.98; (4, 1, 256, 256) 0.23 / 0.19;
+// (8, 1, 16, 1024) 2.47 / 2.55; (8, 1, 1024, 1024) 7.87 / 5.61; (4, 2, 16, 1024) 2.96 / 2.52;
+// (16, 4, 1024, 1024) 31.4 / 9.2; (16, 32, 650, 650) 21.9 / 17.7; (35, 128, 650, 650) 249.1 /
+// 209.0 (before the tiled copy). At 256 rows they tied, and at 512 and 1024 the GEMMs won by up
+// to 18%.
+constexpr int64_t kStepsMaxBatch = 128, kStepsMinSteps = 4, kStepsMinRowSteps = 8;
 
 // A sequence of at most kStepsMaxBatch rows (packed: in its first step),
 // P = x W_x^T made: its steps as StepBlocks, reading h_{t-1} from the step
@@ -307,8 +319,9 @@ void run_steps(const SeqRecurrence& r) {
   const int64_t* offsets = r.host_offsets;  // null: fixed length
   const auto offset = [&](int64_t t) { return offsets ? offsets[t] : t * B; };
   const TokenBuffers<scalar_t> buffers = TokenBuffers<scalar_t>::of(r);
-  std::vector<cell_t> WT(static_cast<size_t>(blocks * U * 3 * S));
-  block_recurrent_weight(static_cast<const scalar_t*>(r.W), r.ldw, S, WT.data());
+  // (not zeroed: block_recurrent_weight writes every value)
+  const std::unique_ptr<cell_t[]> WT(new cell_t[static_cast<size_t>(blocks * U * 3 * S)]);
+  block_recurrent_weight(static_cast<const scalar_t*>(r.W), r.ldw, S, WT.get());
   // Without kept cells, each step's cells go to one of two steps' scratch:
   // a packed row that ends at step t is not read again, and c_n has it.
   std::vector<cell_t> scratch(r.cells ? 0 : static_cast<size_t>(2 * B * S));
@@ -318,7 +331,7 @@ void run_steps(const SeqRecurrence& r) {
   for (int64_t t = 0; t < r.steps; ++t) {
     const int64_t row = offset(t), rows = offsets ? offsets[t + 1] - row : B;
     StepBlocks<scalar_t> step{
-        {buffers}, static_cast<const scalar_t*>(r.P) + row * 3 * S, WT.data(), rows, S};
+        {buffers}, static_cast<const scalar_t*>(r.P) + row * 3 * S, WT.get(), rows, S};
     if (t > 0) {
       step.h0 = buffers.output + offset(t - 1) * S;
       step.c0 = cells_at(t - 1);
