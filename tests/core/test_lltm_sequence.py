@@ -919,12 +919,26 @@ def test_module_layers_match_reference(device, batch_first, bias):
     assert model.weight_l1.shape == (18, 12)
     x = random((3, 5, 4) if batch_first else (5, 3, 4), torch.float64, device, gen)
     hx = tuple(random((3, 3, 6), torch.float64, device, gen) for _ in range(2))
-    out, (h_n, c_n) = model(x, hx)
+    # with or without bias, the layers are one autograd node, and one op
+    # call without gradients
+    with _KernforgeCalls() as calls:
+        out, (h_n, c_n) = model(x, hx)
+    assert calls.names == ["lltm_sequence_forward"] * 3
+    assert type(h_n.grad_fn).__name__ == "LLTMSequenceLayersBackward"
     r_out, (r_h, r_c) = model.reference(x, hx)
     assert out.shape == (x.shape[0], x.shape[1], 6) and h_n.shape == (3, 3, 6)
     close(out, r_out)
     close(h_n, r_h)
     close(c_n, r_c)
+    upstream = [random(t.shape, torch.float64, device, gen) for t in (out, h_n, c_n)]
+    params = list(model.parameters())
+    grads = torch.autograd.grad((out, h_n, c_n), params, upstream)
+    r_grads = torch.autograd.grad((r_out, r_h, r_c), params, upstream)
+    for got, want in zip(grads, r_grads, strict=True):
+        close(got, want)
+    with _KernforgeCalls() as calls, torch.no_grad():
+        close(model(x, hx)[0], r_out)
+    assert calls.names == ["lltm_sequence_layers_inference"]
 
 
 def test_module_unbatched_input(device):

@@ -468,16 +468,19 @@ class LLTMSequence(nn.Module):
         # parametrization makes them.
         params = self._parameters
         sizes, order = packed if packed is not None else (None, None)
-        if sizes is None and self.bias and not self.bidirectional:
+        if sizes is None and not self.bidirectional:
             # Layers of one direction: all in one call, as one autograd node
             # where a gradient can flow, in one op call where none can and no
             # dropout runs between them (a generated token pays one call's
             # host time, not one per layer; h_n and c_n come as [L, B, S]).
+            # Without bias, each layer's is zeros that need no gradient.
             weights, biases = [], []
             for k, ((weight_name, bias_name, _),) in enumerate(self._names):
                 weight = params[weight_name] if weight_name in params else getattr(self, weight_name)
-                weights.append(self._weight(k, False, weight) if self._replaced else weight)
-                biases.append(params[bias_name] if bias_name in params else getattr(self, bias_name))
+                weight = self._weight(k, False, weight) if self._replaced else weight
+                bias = params[bias_name] if bias_name in params else getattr(self, bias_name)
+                weights.append(weight)
+                biases.append(weight.new_zeros(weight.shape[:1]) if bias is None else bias)
             dropout = self.dropout if self.training else 0.0
             output, (h_n, c_n) = impl.lltm_sequence_layers(x, weights, biases, h0, c0, dropout)
             return output, h_n, c_n
@@ -522,7 +525,7 @@ class LLTMSequence(nn.Module):
             c_n += cs
             x = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-1)
         if len(h_n) == 1 and x.shape[0] > 0:
-            # A single layer, packed or without bias: no copies (two
+            # A single packed layer: no copies (two
             # launches). Its h_n and c_n are the op's, which nothing else
             # holds, as [1, B, S] in their storage and not views, as
             # nn.LSTM's are tensors of their own (code detaches them in
