@@ -525,11 +525,10 @@ class LLTMSequence(nn.Module):
             c_n += cs
             x = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-1)
         if len(h_n) == 1 and x.shape[0] > 0:
-            # A single packed layer: no copies (two
-            # launches). Its h_n and c_n are the op's, which nothing else
-            # holds, as [1, B, S] in their storage and not views, as
-            # nn.LSTM's are tensors of their own (code detaches them in
-            # place, which a view refuses).
+            # A single packed layer: no copies (two launches). Its h_n and
+            # c_n are the op's, which nothing else holds, as [1, B, S] in
+            # their storage and not views, as nn.LSTM's are tensors of their
+            # own (code detaches them in place, which a view refuses).
             return x, _unsafe_view(h_n[0], (1, *h_n[0].shape)), _unsafe_view(c_n[0], (1, *c_n[0].shape))
         return x, torch.stack(h_n), torch.stack(c_n)
 
