@@ -1833,7 +1833,9 @@ def test_packed_op_equals_the_steps_rows(device, dtype, size):
 # not multiples of 8; batches that take every grouping of rows (4, 2, 1),
 # past 8 rows (the backward through GEMMs) and at 128; one thread and two
 # (S = 150 and 200 step on two): against the reference with and without a
-# state, and bit for bit the same on one thread as on two (up to 8 rows).
+# state, and bit for bit the same on one thread as on two (up to 8 rows; not
+# float64, whose GEMMs' sums depend on the threads: on a 16-core GPU host
+# the output at (5, 7, 9, 200) differed between one thread and two).
 @DTYPES
 @pytest.mark.parametrize(
     "size", [(8, 1, 5, 100), (5, 7, 9, 200), (4, 8, 3, 150), (4, 23, 6, 100), (4, 128, 3, 40)], ids=str
@@ -1851,7 +1853,7 @@ def test_cpu_few_rows_equal_the_reference_on_any_number_of_threads(dtype, size, 
     # (copies: on the CPU in float64 the check's reference takes its inputs' own tensors)
     _check_against_the_reference([t.clone() for t in ins], kwargs, tol, gen)
     _check_against_the_reference([t.clone() for t in ins[:3]], kwargs, tol, gen)
-    if batch > 8:  # the backward's products are MKL's GEMMs, whose sums depend on the threads
+    if batch > 8 or dtype == torch.float64:  # BLAS GEMMs, whose sums depend on the threads
         return
     results, threads = [], torch.get_num_threads()
     try:
