@@ -473,14 +473,17 @@ class LLTMSequence(nn.Module):
             # where a gradient can flow, in one op call where none can and no
             # dropout runs between them (a generated token pays one call's
             # host time, not one per layer; h_n and c_n come as [L, B, S]).
-            # Without bias, each layer's is zeros that need no gradient.
-            weights, biases = [], []
+            # Without bias, every layer's is one tensor of zeros (3S each)
+            # that needs no gradient.
+            weights, biases, zeros = [], [], None
             for k, ((weight_name, bias_name, _),) in enumerate(self._names):
                 weight = params[weight_name] if weight_name in params else getattr(self, weight_name)
                 weight = self._weight(k, False, weight) if self._replaced else weight
                 bias = params[bias_name] if bias_name in params else getattr(self, bias_name)
+                if bias is None:
+                    bias = zeros = weight.new_zeros(weight.shape[:1]) if zeros is None else zeros
                 weights.append(weight)
-                biases.append(weight.new_zeros(weight.shape[:1]) if bias is None else bias)
+                biases.append(bias)
             dropout = self.dropout if self.training else 0.0
             output, (h_n, c_n) = impl.lltm_sequence_layers(x, weights, biases, h0, c0, dropout)
             return output, h_n, c_n
