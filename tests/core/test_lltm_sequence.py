@@ -1902,14 +1902,16 @@ def test_module_under_activation_checkpointing(device, packed, reentrant):
 @pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("enforce_sorted", [True, False])
 @pytest.mark.parametrize("bidirectional", [False, True])
-def test_module_packed_sequences_equal_each_run_alone(device, layers, enforce_sorted, bidirectional):
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+def test_module_packed_sequences_equal_each_run_alone(device, layers, enforce_sorted, bidirectional, bias):
     # Outputs, h_n, c_n and the gradients of every input, h0, c0 and weight,
     # against each sequence run alone through the reference, in float64;
     # the padding after pad_packed_sequence is zero, and the packing is
-    # nn.LSTM's.
+    # nn.LSTM's. Without bias, every layer and direction shares one tensor
+    # of zeros.
     gen = torch.Generator().manual_seed(93)
     model = kernforge.nn.LLTMSequence(
-        4, 6, layers, bidirectional=bidirectional, device=device, dtype=torch.float64
+        4, 6, layers, bias=bias, bidirectional=bidirectional, device=device, dtype=torch.float64
     )
     lengths = [6, 6, 4, 2, 1] if enforce_sorted else [3, 6, 2, 6, 1, 4]
     seqs = [random((n, 4), torch.float64, device, gen).requires_grad_() for n in lengths]

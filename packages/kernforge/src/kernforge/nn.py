@@ -496,6 +496,7 @@ class LLTMSequence(nn.Module):
         # a side stream, beside the forward one (each alone leaves most of
         # the GPU idle at small sizes; packed layers gained nothing).
         side = _side_stream(x) if self.bidirectional and sizes is None and impl is F else None
+        zeros = None  # without bias, one tensor of zeros for every layer and direction
         for k, directions in enumerate(self._names):
             if k > 0 and self.dropout > 0 and self.training:
                 x = nn.functional.dropout(x, self.dropout, training=True)
@@ -506,7 +507,7 @@ class LLTMSequence(nn.Module):
                     weight = self._weight(k, reverse, weight)
                 bias = params[bias_name] if bias_name in params else getattr(self, bias_name)
                 if bias is None:
-                    bias = weight.new_zeros(weight.shape[:1])
+                    bias = zeros = weight.new_zeros(weight.shape[:1]) if zeros is None else zeros
                 i = len(h_n) + len(layer)
                 layer.append((weight, bias, None if h0 is None else h0s[i], None if c0 is None else c0s[i]))
             if side is not None:
