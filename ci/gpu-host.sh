@@ -56,6 +56,8 @@ if [ "${SANITIZE:-0}" = 1 ] && [ -n "${SANITIZE_JOBS:-}" ]; then
   python3 ci/lanes.py --gpus "$gpus" --deadline "${SANITIZE_DEADLINE:-540}" --logs "$LOGDIR/lanes" "${lanes[@]}" 2>&1 | tee "$LOGDIR/sanitize.log"
   sanitize_rc=${PIPESTATUS[0]}
   grep -hE "(memcheck|racecheck|initcheck|synccheck): " "$LOGDIR"/lanes/*.log >> "$LOGDIR/sanitize.log"
+  # each tool log, also of a run killed at the deadline: tests, reports by kernel
+  python3 ci/sanitizer.py digest "$LOGDIR"/sanitize-*/*.log | sed 's/^/digest: /' >> "$LOGDIR/sanitize.log"
 elif [ "${SANITIZE:-0}" = 1 ]; then
   eval "sanitize_args=(${SANITIZE_ARGS:-})"
   python3 -m nox -s sanitize -- ${TEST_WHEELS:+--wheels "$TEST_WHEELS"} "${sanitize_args[@]}" 2>&1 | tee "$LOGDIR/sanitize.log"

@@ -187,6 +187,53 @@ def hazards_only_in_cublas(log: str) -> bool:
     return bool(reports) and all(k and all(name.startswith("nvjet_") for name in k) for k in kernels)
 
 
+def reports_by_kernel(log: str) -> dict[str, int]:
+    """How many of the sanitizer's reports lie in each kernel (the first
+    frame of each, "at NAME+0x..."), most first. A report starts at a line
+    of the sanitizer's with no indent after its prefix ("Error: Potential
+    WAR hazard ...", "Invalid __global__ write ..."), past its banner and
+    summaries."""
+    counts: dict[str, int] = {}
+    name, open_report = None, False
+    for line in log.splitlines():
+        if not line.startswith("========= "):
+            continue
+        text = line[len("========= ") :]
+        if not text.startswith(" "):
+            if open_report and name:
+                counts[name] = counts.get(name, 0) + 1
+            open_report = not re.match(r"(COMPUTE-SANITIZER|\w+ SUMMARY|Target application)", text)
+            name = None
+        found = re.search(r" at (.+?)\+0x[0-9a-f]+", text)  # demangled names hold spaces
+        if open_report and name is None and found:
+            name = found.group(1)
+    if open_report and name:
+        counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+
+
+def digest(log: str) -> str:
+    """One line on a tool's log, finished or stopped before its end (a GPU
+    host's deadline): the tests passed and failed, the reports by kernel,
+    and the summary or that there is none. For a stopped run, this is all
+    it tells: whether any report lay outside cuBLAS's GEMMs (nvjet_*)."""
+    passed = len(tests_reported(log))
+    failed = len(tests_reported(log, "FAILED"))
+    counts = reports_by_kernel(log)
+    if counts:
+        where = ", ".join(f"{name} ({n})" for name, n in counts.items())
+        outside = sum(n for name, n in counts.items() if not name.startswith("nvjet_"))
+        reports = (
+            f"{sum(counts.values())} reports ({outside} outside nvjet_*), in {where}"
+            if outside
+            else f"{sum(counts.values())} reports, all in nvjet_*: {where}"
+        )
+    else:
+        reports = "no report"
+    said = summary(log) or "no summary (stopped before the sanitizer's end)"
+    return f"{passed} passed, {failed} failed; {reports}; {said}"
+
+
 def verdict(tool: str, log: str) -> tuple[bool, str]:
     """(clean, "tool: the sanitizer's summary | pytest's last line")."""
     said = summary(log)
@@ -206,14 +253,15 @@ def verdict(tool: str, log: str) -> tuple[bool, str]:
     return clean and tests_ok, f"{tool}: {said} | {result}"
 
 
-def passed_tests(log: str) -> list[str]:
-    """The node ids that a tool's log (pytest -v) reports as passed, in the
-    order they finished: `[gw0] [ 33%] PASSED ID` under pytest-xdist,
-    `ID PASSED [ 33%]` without it. Ids may hold spaces ("(3, 8, 4, 256)")."""
+def tests_reported(log: str, outcome: str = "PASSED") -> list[str]:
+    """The node ids that a tool's log (pytest -v) reports as passed (or
+    another outcome: "FAILED"), in the order they finished: `[gw0] [ 33%]
+    PASSED ID` under pytest-xdist, `ID PASSED [ 33%]` without it. Ids may
+    hold spaces ("(3, 8, 4, 256)")."""
     ids = []
     for line in log.splitlines():
-        xdist = re.match(r"\[gw\d+\] \[ *\d+%\] PASSED (\S.*?)\s*$", line)
-        plain = re.match(r"(\S+::.+?) PASSED\b", line)
+        xdist = re.match(rf"\[gw\d+\] \[ *\d+%\] {outcome} (\S.*?)\s*$", line)
+        plain = re.match(rf"(\S+::.+?) {outcome}\b", line)
         if xdist or plain:
             ids.append((xdist or plain).group(1))
     return ids
@@ -224,17 +272,24 @@ def deselect_passed(logs: list[Path]) -> list[str]:
     passed: run a stopped tool again with them (one a line in a file, given
     to pytest as @FILE) and it runs only what the stopped runs did not
     finish, on a host whose calls end before racecheck's whole scope does."""
-    ids = dict.fromkeys(i for log in logs for i in passed_tests(log.read_text(errors="replace")))
+    ids = dict.fromkeys(i for log in logs for i in tests_reported(log.read_text(errors="replace")))
     return [arg for i in ids for arg in ("--deselect", i)]
 
 
 if __name__ == "__main__":
     import sys
 
-    if sys.argv[1:2] != ["deselect-passed"] or len(sys.argv) < 3:
+    if sys.argv[1:2] not in (["deselect-passed"], ["digest"]) or len(sys.argv) < 3:
         sys.exit(
-            "usage: python ci/sanitizer.py deselect-passed LOG... > FILE; then nox -s sanitize -- TOOL @FILE"
+            "usage: python ci/sanitizer.py deselect-passed LOG... > FILE; "
+            "then nox -s sanitize -- TOOL @FILE\n"
+            "       python ci/sanitizer.py digest LOG...: a line on each tool log, finished or stopped"
         )
+    if sys.argv[1] == "digest":
+        for path in sys.argv[2:]:
+            log = Path(path)
+            print(f"{log.parent.name} {log.stem}: {digest(log.read_text(errors='replace'))}")
+        sys.exit(0)
     # No line at all where nothing passed: pytest reads an empty line of an
     # @FILE as the argument "", the whole folder.
     sys.stdout.write("".join(f"{arg}\n" for arg in deselect_passed([Path(p) for p in sys.argv[2:]])))

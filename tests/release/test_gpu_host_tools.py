@@ -106,6 +106,57 @@ def test_a_racecheck_hazard_in_kernforge_fails():
     assert sanitizer.verdict("memcheck", log)[0] is False
 
 
+def _hazard(kernel: str, block: str) -> str:
+    # racecheck's report with --racecheck-report=all: a hazard, then both threads' frames
+    return (
+        f"========= Error: Potential WAR hazard detected at __shared__ 0x36458 in block ({block}) :\n"
+        f"=========     Write Thread (0,0,0) at {kernel}+0x4a0 in k.cu:10\n"
+        f"=========     Read Thread (32,0,0) at {kernel}+0x3c0 in k.cu:12\n"
+        "=========     Current Value : 0, Incoming Value : 1\n"
+        "=========\n"
+    )
+
+
+def test_the_digest_of_a_stopped_run_names_the_kernels_its_reports_lie_in(tmp_path):
+    """A run killed at a call's deadline prints no summary; its digest still
+    counts its tests and says in which kernels its reports lie, demangled
+    names with spaces included, and whether any lies outside cuBLAS."""
+    kernel = "void kernforge::seq::forward_kernel<float, 4>(kernforge::seq::Args)"
+    log = (
+        START
+        + "[gw1] [  1%] PASSED tests/s.py::test_layout[cuda-(3, 8, 4, 256)-float16] \n"
+        + _hazard("nvjet_sm90_tst_128x64_64x4", "1,58,0")
+        + _hazard("nvjet_sm90_tst_128x64_64x4", "0,27,0")
+        + "[gw0] [  2%] FAILED tests/s.py::test_layout[cuda-(3, 8, 4, 256)-bfloat16] \n"
+        + _hazard(kernel, "3,0,0")
+        + "tests/s.py::test_other PASSED     [ 50%]\n"
+    )
+    assert sanitizer.reports_by_kernel(log) == {"nvjet_sm90_tst_128x64_64x4": 2, kernel: 1}
+    assert sanitizer.digest(log) == (
+        "2 passed, 1 failed; 3 reports (1 outside nvjet_*), "
+        f"in nvjet_sm90_tst_128x64_64x4 (2), {kernel} (1); "
+        "no summary (stopped before the sanitizer's end)"
+    )
+    only_cublas = START + _hazard("nvjet_sm90_hsh_256x128", "0,0,0") + "1 passed in 9.00s\n"
+    assert sanitizer.digest(only_cublas).startswith("0 passed, 0 failed; 1 reports, all in nvjet_*: nvjet_")
+    # memcheck's reports, and a finished clean run
+    assert sanitizer.reports_by_kernel(START + OOB * 3 + "========= ERROR SUMMARY: 3 errors\n") == {"oob": 3}
+    clean = START + "[gw0] [100%] PASSED tests/s.py::test_one \n"
+    clean += "========= RACECHECK SUMMARY: 0 hazards displayed\n"
+    assert sanitizer.digest(clean) == "1 passed, 0 failed; no report; RACECHECK SUMMARY: 0 hazards displayed"
+    # the command line: a line a log, named by its folder (a lane's) and tool
+    (tmp_path / "sanitize-d").mkdir()
+    path = tmp_path / "sanitize-d" / "racecheck.log"
+    path.write_text(log)
+    out = subprocess.run(
+        [sys.executable, str(Path(sanitizer.__file__)), "digest", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out == f"sanitize-d racecheck: {sanitizer.digest(log)}\n"
+
+
 def test_racecheck_runs_the_ops_whose_kernels_share_memory():
     root = Path(__file__).resolve().parents[2]
     assert sanitizer.racecheck_scope(root) == "fused_relu_add or lltm or lltm_sequence or test_thcunn"
@@ -269,7 +320,7 @@ def test_a_stopped_run_resumes_with_what_it_did_not_finish(tmp_path):
         "test_m.py::test_layout[float32-(5, 33, 7, 300)] PASSED            [ 50%]\n"
         "test_m.py::test_layout[float32-(3, 8, 4, 256)] PASSED             [100%]\n"
     )
-    assert sanitizer.passed_tests(first.read_text()) == ["test_m.py::test_layout[float32-(3, 8, 4, 256)]"]
+    assert sanitizer.tests_reported(first.read_text()) == ["test_m.py::test_layout[float32-(3, 8, 4, 256)]"]
     args = tmp_path / "args.txt"
     made = subprocess.run(
         [sys.executable, str(Path(sanitizer.__file__)), "deselect-passed", str(first), str(second)],
