@@ -1103,6 +1103,31 @@ def test_module_unsorted_lengths_need_enforce_sorted_false():
         pack_sequence(seqs)
 
 
+def test_an_nn_lstm_checkpoint_raises_and_loads_nothing():
+    # An nn.LSTM's weights have 4 gates, the LLTM cell's 3: loading them
+    # names the cause, also with strict=False (as torch does for any shape
+    # that differs), and leaves the layer as it was.
+    layer = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=True)
+    before = {k: v.clone() for k, v in layer.state_dict().items()}
+    checkpoint = torch.nn.LSTM(4, 6, 2, bidirectional=True).state_dict()
+    for strict in (True, False):
+        with pytest.raises(RuntimeError) as raised:
+            layer.load_state_dict(checkpoint, strict=strict)
+        message = str(raised.value)
+        for name, got, want in (
+            ("weight_ih_l0", [24, 4], [18, 4]),
+            ("weight_hh_l1_reverse", [24, 6], [18, 6]),
+        ):
+            assert (
+                f"size mismatch for {name}: copying a param with shape torch.Size({got}) from checkpoint, "
+                f"the shape in current model is torch.Size({want}): an nn.LSTM's weights (4 gates of "
+                "hidden_size rows) do not load into LLTMSequence, whose LLTM cell has 3."
+            ) in message
+        assert ("Missing key(s)" in message) is strict
+    for key, value in layer.state_dict().items():
+        assert torch.equal(value, before[key]), key
+
+
 def test_lstm_parameter_names_are_views_of_the_weights():
     """Code written for nn.LSTM initializes its parameters by name: the
     views write the LLTM's weight; named_parameters() stays the LLTM's own."""

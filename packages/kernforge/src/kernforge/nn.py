@@ -413,7 +413,22 @@ class LLTMSequence(nn.Module):
             if weight is None:
                 continue
             columns = _lstm_columns(weight, alias.group(1))
-            if tuple(value.shape) != tuple(columns.shape):  # an nn.LSTM's four gates: left unexpected
+            if tuple(value.shape) != tuple(columns.shape):
+                # e.g. an nn.LSTM's checkpoint: an error, as torch's for any
+                # shape that differs (also with strict=False), not weights
+                # silently left as they were
+                lstm = value.dim() == 2 and value.shape[0] == 4 * self.hidden_size
+                error_msgs.append(
+                    f"size mismatch for {key}: copying a param with shape {value.shape} from "
+                    f"checkpoint, the shape in current model is {columns.shape}"
+                    + (
+                        ": an nn.LSTM's weights (4 gates of hidden_size rows) do not load into "
+                        "LLTMSequence, whose LLTM cell has 3"
+                        if lstm
+                        else ""
+                    )
+                    + "."
+                )
                 continue
             with torch.no_grad():
                 columns.copy_(value)
