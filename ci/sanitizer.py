@@ -13,6 +13,7 @@ down as failed).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -175,6 +176,29 @@ def summary(log: str) -> str | None:
     return lines[-1] if lines else None
 
 
+def reports_by_kernel(log: str) -> dict[str, int]:
+    """How many of the sanitizer's reports lie in each kernel (the first
+    frame of each, "at NAME+0x..."; "(no frame)" where it names none), most
+    first. A report starts at a line of the sanitizer's with no indent after
+    its prefix ("Error: Potential WAR hazard ...", "Invalid __global__ write
+    ..."), past its banner and summaries. Both threads of a racecheck hazard
+    lie in one kernel: shared memory is its blocks'."""
+    names: list[str | None] = []  # a report's kernel, None until a frame names it
+    in_report = False
+    for line in log.splitlines():
+        if not line.startswith("========= "):
+            continue
+        text = line[len("========= ") :]
+        if not text.startswith(" "):
+            in_report = not re.match(r"(COMPUTE-SANITIZER|\w+ SUMMARY|Target application)", text)
+            if in_report:
+                names.append(None)
+        found = re.search(r" at (.+?)\+0x[0-9a-f]+", text)  # demangled names hold spaces
+        if in_report and names[-1] is None and found:
+            names[-1] = found.group(1)
+    return dict(Counter(name or "(no frame)" for name in names).most_common())
+
+
 def hazards_only_in_cublas(log: str) -> bool:
     """True when racecheck reported hazards and every one lies inside
     cuBLAS's own Hopper GEMM kernels (nvjet_*): they stage tiles in shared
@@ -182,34 +206,8 @@ def hazards_only_in_cublas(log: str) -> bool:
     (seen in the GEMMs kernforge's sequence op runs through torch's mm, bf16
     and fp16). Excluding them from instrumentation instead
     (--kernel-name-exclude) made the sanitizer fail on a hardware exception."""
-    reports = log.split("Error: ")[1:]
-    kernels = [re.findall(r"(?:Thread \([^)]*\)|access) at (\S+?)\+0x", r) for r in reports]
-    return bool(reports) and all(k and all(name.startswith("nvjet_") for name in k) for k in kernels)
-
-
-def reports_by_kernel(log: str) -> dict[str, int]:
-    """How many of the sanitizer's reports lie in each kernel (the first
-    frame of each, "at NAME+0x..."), most first. A report starts at a line
-    of the sanitizer's with no indent after its prefix ("Error: Potential
-    WAR hazard ...", "Invalid __global__ write ..."), past its banner and
-    summaries."""
-    counts: dict[str, int] = {}
-    name, open_report = None, False
-    for line in log.splitlines():
-        if not line.startswith("========= "):
-            continue
-        text = line[len("========= ") :]
-        if not text.startswith(" "):
-            if open_report and name:
-                counts[name] = counts.get(name, 0) + 1
-            open_report = not re.match(r"(COMPUTE-SANITIZER|\w+ SUMMARY|Target application)", text)
-            name = None
-        found = re.search(r" at (.+?)\+0x[0-9a-f]+", text)  # demangled names hold spaces
-        if open_report and name is None and found:
-            name = found.group(1)
-    if open_report and name:
-        counts[name] = counts.get(name, 0) + 1
-    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+    kernels = reports_by_kernel(log)
+    return bool(kernels) and all(name.startswith("nvjet_") for name in kernels)
 
 
 def digest(log: str) -> str:
