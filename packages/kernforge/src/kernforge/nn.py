@@ -418,16 +418,13 @@ class LLTMSequence(nn.Module):
                 # shape that differs (also with strict=False), not weights
                 # silently left as they were
                 lstm = value.dim() == 2 and value.shape[0] == 4 * self.hidden_size
+                why = (
+                    ": an nn.LSTM's weights (4 gates of hidden_size rows) do not load into "
+                    "LLTMSequence, whose LLTM cell has 3"
+                )
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {value.shape} from "
-                    f"checkpoint, the shape in current model is {columns.shape}"
-                    + (
-                        ": an nn.LSTM's weights (4 gates of hidden_size rows) do not load into "
-                        "LLTMSequence, whose LLTM cell has 3"
-                        if lstm
-                        else ""
-                    )
-                    + "."
+                    f"checkpoint, the shape in current model is {columns.shape}{why if lstm else ''}."
                 )
                 continue
             with torch.no_grad():
