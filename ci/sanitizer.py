@@ -181,14 +181,22 @@ def reports_by_kernel(log: str) -> dict[str, int]:
     frame of each, "at NAME+0x..."; "(no frame)" where it names none), most
     first. A report starts at a line of the sanitizer's with no indent after
     its prefix ("Error: Potential WAR hazard ...", "Invalid __global__ write
-    ..."), past its banner and summaries. Both threads of a racecheck hazard
+    ..."), past its banner and summaries, and ends at the prefix's empty
+    line. Both threads of a racecheck hazard
     lie in one kernel: shared memory is its blocks'."""
     names: list[str | None] = []  # a report's kernel, None until a frame names it
     in_report = False
     for line in log.splitlines():
-        if not line.startswith("========= "):
+        # The prefix is nine "="s, alone (pytest's banners run longer), at
+        # the line's start or after a worker's output that the sanitizer's
+        # report interleaved with ("ID ========= Error: ...").
+        prefix = re.search(r"(?<!=)=========(?!=) ?", line)
+        if prefix is None:
             continue
-        text = line[len("========= ") :]
+        text = line[prefix.end() :]
+        if not text.strip():  # the empty line that closes a report
+            in_report = False
+            continue
         if not text.startswith(" "):
             in_report = not re.match(r"(COMPUTE-SANITIZER|\w+ SUMMARY|Target application)", text)
             if in_report:

@@ -23,7 +23,11 @@ import lanes
 import report
 import sanitizer
 
-START = "========= COMPUTE-SANITIZER\nbringing up nodes...\n........ [100%]\n"
+START = (
+    "========= COMPUTE-SANITIZER\n"
+    "============================= test session starts ==============================\n"
+    "bringing up nodes...\n........ [100%]\n"
+)
 OOB = (
     "========= Invalid __global__ write of size 4 bytes\n"
     "=========     at oob+0x60\n"
@@ -107,13 +111,18 @@ def test_a_racecheck_hazard_in_kernforge_fails():
 
 
 def _hazard(kernel: str, block: str) -> str:
-    # racecheck's report with --racecheck-report=all: a hazard, then both threads' frames
+    # racecheck's report with --racecheck-report=all, as compute-sanitizer
+    # prints it: a hazard, both threads' frames, the launch's host frames,
+    # and a line of the prefix alone (with its space)
     return (
         f"========= Error: Potential WAR hazard detected at __shared__ 0x36458 in block ({block}) :\n"
-        f"=========     Write Thread (0,0,0) at {kernel}+0x4a0 in k.cu:10\n"
-        f"=========     Read Thread (32,0,0) at {kernel}+0x3c0 in k.cu:12\n"
+        f"=========     Read Thread (32,0,0) at {kernel}+0xa60\n"
+        f"=========     Write Thread (256,0,0) at {kernel}+0x2f30\n"
         "=========     Current Value : 0, Incoming Value : 1\n"
-        "=========\n"
+        "=========     Saved host backtrace up to driver entry point at kernel launch time\n"
+        "=========         Host Frame: cublasGemmEx [0xe178d] in libcublas.so.13\n"
+        "=========         Host Frame: forward in ops.py:142\n"
+        "========= \n"
     )
 
 
@@ -126,6 +135,8 @@ def test_the_digest_of_a_stopped_run_names_the_kernels_its_reports_lie_in(tmp_pa
         START
         + "[gw1] [  1%] PASSED tests/s.py::test_layout[cuda-(3, 8, 4, 256)-float16] \n"
         + _hazard("nvjet_sm90_tst_128x64_64x4", "1,58,0")
+        # a worker's line that the report's first line interleaved with
+        + "tests/s.py::test_layout[cuda-(3, 8, 4, 256)-bfloat16] "
         + _hazard("nvjet_sm90_tst_128x64_64x4", "0,27,0")
         + "[gw0] [  2%] FAILED tests/s.py::test_layout[cuda-(3, 8, 4, 256)-bfloat16] \n"
         + _hazard(kernel, "3,0,0")
