@@ -263,9 +263,11 @@ def tests_reported(log: str, outcome: str = "PASSED") -> list[str]:
     """The node ids that a tool's log (pytest -v) reports as passed (or
     another outcome: "FAILED"), in the order they finished: `[gw0] [ 33%]
     PASSED ID` under pytest-xdist, `ID PASSED [ 33%]` without it. Ids may
-    hold spaces ("(3, 8, 4, 256)")."""
+    hold spaces ("(3, 8, 4, 256)"). A sanitizer's line that a worker's
+    output ran into is cut off ("PASSED ID =========  Host Frame: ...")."""
     ids = []
     for line in log.splitlines():
+        line = re.split(r"(?<!=)=========(?!=)", line, maxsplit=1)[0]
         xdist = re.match(rf"\[gw\d+\] \[ *\d+%\] {outcome} (\S.*?)\s*$", line)
         plain = re.match(rf"(\S+::.+?) {outcome}\b", line)
         if xdist or plain:

@@ -135,6 +135,9 @@ def test_the_digest_of_a_stopped_run_names_the_kernels_its_reports_lie_in(tmp_pa
         START
         + "[gw1] [  1%] PASSED tests/s.py::test_layout[cuda-(3, 8, 4, 256)-float16] \n"
         + _hazard("nvjet_sm90_tst_128x64_64x4", "1,58,0")
+        # and a sanitizer's line that ran into a worker's
+        + "[gw2] [  2%] PASSED tests/s.py::test_third "
+        + "=========         Host Frame:  [0x32c9090] in libcublasLt.so.13\n"
         # a worker's line that the report's first line interleaved with
         + "tests/s.py::test_layout[cuda-(3, 8, 4, 256)-bfloat16] "
         + _hazard("nvjet_sm90_tst_128x64_64x4", "0,27,0")
@@ -143,8 +146,13 @@ def test_the_digest_of_a_stopped_run_names_the_kernels_its_reports_lie_in(tmp_pa
         + "tests/s.py::test_other PASSED     [ 50%]\n"
     )
     assert sanitizer.reports_by_kernel(log) == {"nvjet_sm90_tst_128x64_64x4": 2, kernel: 1}
+    assert sanitizer.tests_reported(log) == [
+        "tests/s.py::test_layout[cuda-(3, 8, 4, 256)-float16]",
+        "tests/s.py::test_third",
+        "tests/s.py::test_other",
+    ]
     assert sanitizer.digest(log) == (
-        "2 passed, 1 failed; 3 reports (1 outside nvjet_*), "
+        "3 passed, 1 failed; 3 reports (1 outside nvjet_*), "
         f"in nvjet_sm90_tst_128x64_64x4 (2), {kernel} (1); "
         "no summary (stopped before the sanitizer's end)"
     )
