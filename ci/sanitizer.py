@@ -165,14 +165,24 @@ def run_tools(
     return verdicts
 
 
+# The sanitizer's prefix: nine "="s, alone (pytest's banners run longer), at
+# a line's start or after a worker's output that the sanitizer's line ran
+# into ("ID ========= Error: ...", "PASSED ID ========= RACECHECK SUMMARY").
+PREFIX = re.compile(r"(?<!=)=========(?!=) ?")
+
+
+def _sanitizer_text(line: str) -> str | None:
+    """What follows the sanitizer's prefix in a log line; None where the
+    line has no prefix (pytest's own)."""
+    prefix = PREFIX.search(line)
+    return None if prefix is None else line[prefix.end() :]
+
+
 def summary(log: str) -> str | None:
     """The run's summary line ("ERROR SUMMARY: 0 errors"), or None when the
     sanitizer did not finish."""
-    lines = [
-        line.strip("= ").strip()
-        for line in log.splitlines()
-        if "SUMMARY: " in line and "not printed" not in line
-    ]
+    texts = (_sanitizer_text(line) for line in log.splitlines())
+    lines = [t.strip() for t in texts if t and "SUMMARY: " in t and "not printed" not in t]
     return lines[-1] if lines else None
 
 
@@ -187,13 +197,9 @@ def reports_by_kernel(log: str) -> dict[str, int]:
     names: list[str | None] = []  # a report's kernel, None until a frame names it
     in_report = False
     for line in log.splitlines():
-        # The prefix is nine "="s, alone (pytest's banners run longer), at
-        # the line's start or after a worker's output that the sanitizer's
-        # report interleaved with ("ID ========= Error: ...").
-        prefix = re.search(r"(?<!=)=========(?!=) ?", line)
-        if prefix is None:
+        text = _sanitizer_text(line)
+        if text is None:
             continue
-        text = line[prefix.end() :]
         if not text.strip():  # the empty line that closes a report
             in_report = False
             continue
@@ -267,7 +273,7 @@ def tests_reported(log: str, outcome: str = "PASSED") -> list[str]:
     output ran into is cut off ("PASSED ID =========  Host Frame: ...")."""
     ids = []
     for line in log.splitlines():
-        line = re.split(r"(?<!=)=========(?!=)", line, maxsplit=1)[0]
+        line = PREFIX.split(line, maxsplit=1)[0]
         xdist = re.match(rf"\[gw\d+\] \[ *\d+%\] {outcome} (\S.*?)\s*$", line)
         plain = re.match(rf"(\S+::.+?) {outcome}\b", line)
         if xdist or plain:

@@ -49,6 +49,13 @@ def test_a_clean_run_reads_clean():
         True,
         "memcheck: ERROR SUMMARY: 0 errors | 266 passed, 3 warnings in 312.40s (0:05:12)",
     )
+    # the summary run into a worker's last line reads the same
+    clean = sanitizer.CLEAN["racecheck"]
+    log = START + f"[gw3] [100%] PASSED tests/s.py::test_one ========= {clean}\n1 passed in 9.00s\n"
+    assert sanitizer.verdict("racecheck", log) == (
+        True,
+        f"racecheck: {clean} | 1 passed in 9.00s",
+    )
 
 
 def test_errors_past_the_print_limit_name_their_count():
