@@ -192,8 +192,8 @@ def reports_by_kernel(log: str) -> dict[str, int]:
     first. A report starts at a line of the sanitizer's with no indent after
     its prefix ("Error: Potential WAR hazard ...", "Invalid __global__ write
     ..."), past its banner and summaries, and ends at the prefix's empty
-    line. Both threads of a racecheck hazard
-    lie in one kernel: shared memory is its blocks'."""
+    line. Both threads of a racecheck hazard lie in one kernel: shared
+    memory is its blocks'."""
     names: list[str | None] = []  # a report's kernel, None until a frame names it
     in_report = False
     for line in log.splitlines():
