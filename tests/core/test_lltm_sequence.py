@@ -811,6 +811,48 @@ def test_compile_fullgraph(device, bidirectional):
         close(g, w)
 
 
+def test_compiled_packed_batches_of_new_lengths_compile_no_more(device):
+    """A compiled training step over packed batches of other lengths each
+    call compiles its graphs for the first two batches (the second makes
+    the shapes dynamic) and not again: the packed layer runs eagerly, one
+    graph break, as nn.LSTM's. Traced, each batch's lengths were constants
+    of the graph, and every new batch compiled again until dynamo's limit.
+    The loss and every gradient are the eager module's."""
+    torch._dynamo.reset()
+    gen = torch.Generator().manual_seed(141)
+    model = kernforge.nn.LLTMSequence(
+        4, 6, 2, bidirectional=True, batch_first=True, device=device, dtype=torch.float64
+    )
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def loss(x, lengths):
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, (h_n, c_n) = model(packed)
+        padded, _ = pad_packed_sequence(out, batch_first=True)
+        return padded.tanh().sum() + h_n.square().sum() + c_n.sum()
+
+    compiled = torch.compile(loss, backend=backend)
+    counts = []
+    for steps in (7, 5, 9, 6, 8, 4):
+        lengths = torch.randint(1, steps + 1, (5,), generator=gen)
+        lengths[int(torch.randint(0, 5, (), generator=gen))] = steps
+        x = random((5, steps, 4), torch.float64, device, gen)
+        got = compiled(x, lengths)
+        got_grads = torch.autograd.grad(got, list(model.parameters()))
+        want = loss(x, lengths)
+        want_grads = torch.autograd.grad(want, list(model.parameters()))
+        close(got, want)
+        for g, w in zip(got_grads, want_grads, strict=True):
+            close(g, w)
+        counts.append(len(graphs))
+    assert counts[0] > 0 and counts[2:] == [counts[1]] * 4, counts
+    torch._dynamo.reset()
+
+
 def test_not_an_nn_lstm_and_compiled_when_the_name_is_bound(monkeypatch):
     """LLTMSequence is not an nn.LSTM subclass: dynamo graph-breaks on every
     nn.LSTM. Code that binds the name nn.LSTM to it, so that its isinstance

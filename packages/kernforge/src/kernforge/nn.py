@@ -753,6 +753,10 @@ class LLTMSequence(nn.Module):
                 f"dimension, got {list(input.shape)}"
             )
 
+    # Under torch.compile, eager: a graph break, as nn.LSTM's. Traced, the
+    # lengths (batch_sizes, Python ints) would be constants of the graph, so
+    # each batch of new lengths compiled again, until dynamo's limit.
+    @torch.compiler.disable
     def _forward_packed(self, impl, packed, hx):
         # One call per layer and direction over the packed rows, as the
         # packing sorted them (longest first); hx and the state returned are
