@@ -762,6 +762,9 @@ def lltm_sequence(
             tensor, or ints): step t runs on the first ``batch_sizes[t]``
             rows only (positive, non-increasing, summing to N; B is the
             first). The sequences are in the packing's order, longest first.
+            Under ``torch.compile`` a tensor runs the call eagerly (a graph
+            break, as ``nn.LSTM``'s), so batches of new lengths do not
+            compile again; ints are traced as constants of the graph.
 
     Returns:
         ``(output, (h_n, c_n))``: output ``[T, B, S]`` (``[B, T, S]`` with
@@ -802,6 +805,8 @@ def lltm_sequence(
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError(f"kernforge::lltm_sequence: {name} must be a Tensor, got {type(t).__name__}")
     if batch_sizes is not None:
+        if isinstance(batch_sizes, Tensor):
+            return _lltm_sequence_packed_eagerly(x, weight, bias, h0, c0, batch_sizes)
         return _lltm_sequence_packed(x, weight, bias, h0, c0, _checks.batch_sizes_list(batch_sizes))
     if x.dim() != 3:
         _checks.fail("lltm_sequence", "x must be 3-D", x=x)
@@ -846,6 +851,15 @@ def _lltm_sequence_call(x, weight, bias, h0, c0, batch_sizes):
     # No backward to come: the op that keeps no gates or cells for one.
     with _below_autograd():
         return _ops.lltm_sequence_inference.default(x, weight, bias, h0, c0, batch_sizes)
+
+
+@torch.compiler.disable
+def _lltm_sequence_packed_eagerly(x, weight, bias, h0, c0, batch_sizes: Tensor):
+    """_lltm_sequence_packed with a PackedSequence's batch_sizes tensor,
+    eager under torch.compile (a graph break, as nn.LSTM's): traced, the
+    values read from it would be constants of the graph, and each batch of
+    new lengths would compile again, until dynamo's recompile limit."""
+    return _lltm_sequence_packed(x, weight, bias, h0, c0, _checks.batch_sizes_list(batch_sizes))
 
 
 def _lltm_sequence_packed(x, weight, bias, h0, c0, sizes: list[int]):
