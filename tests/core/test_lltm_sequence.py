@@ -811,6 +811,45 @@ def test_compile_fullgraph(device, bidirectional):
         close(g, w)
 
 
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_compiled_without_gradients_runs_the_inference_ops(device, bidirectional):
+    """Compiled where no gradient can flow (a generation loop under
+    no_grad), the graph holds the inference ops, as eager runs them: one
+    call for all the layers of one direction, nothing kept for a backward.
+    Where one can, it compiles again and holds the forward op."""
+    torch._dynamo.reset()
+    gen = torch.Generator().manual_seed(151)
+    model = kernforge.nn.LLTMSequence(
+        4, 6, 2, bidirectional=bidirectional, device=device, dtype=torch.float64
+    ).eval()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def ops_of(graph):
+        return {str(n.target) for n in graph.graph.nodes if str(n.target).startswith("kernforge.")}
+
+    compiled = torch.compile(model, backend=backend, fullgraph=True)
+    x = random((5, 3, 4), torch.float64, device, gen)
+    hx = tuple(random((2 * (1 + bidirectional), 3, 6), torch.float64, device, gen) for _ in range(2))
+    with torch.no_grad():
+        out, (h_n, c_n) = compiled(x, hx)
+        want, (want_h, want_c) = model(x, hx)
+    inference = "lltm_sequence_inference" if bidirectional else "lltm_sequence_layers_inference"
+    assert ops_of(graphs[-1]) == {f"kernforge.{inference}.default"}
+    for got, w in ((out, want), (h_n, want_h), (c_n, want_c)):
+        close(got, w)
+    out, (h_n, _) = compiled(x, hx)
+    assert len(graphs) == 2 and ops_of(graphs[-1]) == {"kernforge.lltm_sequence_forward.default"}
+    close(out, want)
+    (grad,) = torch.autograd.grad(out.sum() + h_n.sum(), [model.weight_l1])
+    want_out, (want_h, _) = model.reference(x, hx)
+    close(grad, torch.autograd.grad(want_out.sum() + want_h.sum(), [model.weight_l1])[0])
+    torch._dynamo.reset()
+
+
 @pytest.mark.parametrize("api", ["module", "function"])
 def test_compiled_packed_batches_of_new_lengths_compile_no_more(device, api):
     """A compiled training step over packed batches of other lengths each

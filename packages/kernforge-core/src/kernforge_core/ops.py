@@ -28,8 +28,18 @@ _below_autograd = torch._C._AutoDispatchBelowAutograd
 def _tracing() -> bool:
     """Compiling (dynamo, export) or under ``torch.jit.trace``: the graph must
     hold the op itself, with its registered autograd formula, whatever the
-    grad mode (the trace's check runs again under ``no_grad``)."""
+    grad mode (the trace's check runs again under ``no_grad``), except as
+    :func:`_compiled_inference` says."""
     return torch.compiler.is_compiling() or torch.jit.is_tracing()
+
+
+def _compiled_inference(grad: bool) -> bool:
+    """Compiled by ``torch.compile`` (not exported, not jit-traced) where no
+    gradient can flow: dynamo guards its graph on the grad mode and on each
+    input's requires_grad, so the graph may hold the inference ops, as eager
+    runs them (one call for all the layers of a generated token, nothing
+    kept for a backward); it compiles again when a gradient can flow."""
+    return not grad and torch.compiler.is_dynamo_compiling() and not torch.compiler.is_exporting()
 
 
 def _needs_autograd(op: str, **tensors: Tensor) -> bool:
@@ -846,6 +856,8 @@ def _lltm_sequence_call(x, weight, bias, h0, c0, batch_sizes):
     if _forward_ad._current_level >= 0:
         _tangents("lltm_sequence", x, weight, bias, h0, c0)  # raises on a tangent
     if grad or _tracing():
+        if _compiled_inference(grad):
+            return _ops.lltm_sequence_inference.default(x, weight, bias, h0, c0, batch_sizes)
         output, h_n, c_n, _, _ = _with_autograd("lltm_sequence_forward", x, weight, bias, h0, c0, batch_sizes)
         return output, h_n, c_n
     # No backward to come: the op that keeps no gates or cells for one.
@@ -1065,13 +1077,17 @@ def lltm_sequence_layers(
             return LLTMSequenceLayers.run(
                 _ops.lltm_sequence_inference.default, x, h0, c0, dropout, weights, biases
             )[:2]
+    elif _compiled_inference(grad) and not tangents and dropout == 0.0 and (x.dim() != 3 or x.shape[0] > 0):
+        output, h_n, c_n = _ops.lltm_sequence_layers_inference.default(x, weights, biases, h0, c0)
+        return output, (h_n, c_n)
     elif not (_tracing() or tangents or _transforming()) and x.dim() == 3 and x.shape[0] > 0:
         _check_later_layers(x, weights, biases, h0, c0)
         output, h_n, c_n = LLTMSequenceLayers.apply(x, h0, c0, dropout, *weights, *biases)
         return output, (h_n, c_n)
-    # Traced, compiled, under torch.func or forward-mode AD, or no steps
-    # (an empty output, h_n and c_n the state given, or zeros): each layer
-    # lltm_sequence, the op with its registered formula.
+    # Traced, compiled (but for the inference above), under torch.func or
+    # forward-mode AD, or no steps (an empty output, h_n and c_n the state
+    # given, or zeros): each layer lltm_sequence, the op with its registered
+    # formula (compiled where no gradient can flow, the inference op).
     if any(t is not None and (t.dim() != 3 or t.shape[0] != layers) for t in (h0, c0)):
         _checks.lltm_sequence_layers(x, weights, biases, h0, c0, op="lltm_sequence_layers")
     h_n, c_n = [], []
