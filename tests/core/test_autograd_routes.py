@@ -131,6 +131,26 @@ def test_exported_sequence_saves_and_loads(device):
         torch.testing.assert_close(g, w, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("strict", [True, False], ids=["strict", "non_strict"])
+def test_exported_without_gradients_holds_the_forward_op(device, strict):
+    # Exported where no gradient can flow (under no_grad), the program still
+    # holds the forward op, with its autograd formula, as under jit.trace:
+    # only torch.compile's graph takes the inference ops there. (torch
+    # 2.11's dynamo answers torch.compiler.is_exporting() with True under
+    # torch.compile too; the check must tell the two apart on every torch.)
+    gen = _gen(device)
+    model = kernforge.nn.LLTMSequence(4, 6, 2, bidirectional=True, device=device).eval()
+    x = torch.randn(5, 3, 4, device=device, generator=gen)
+    with torch.no_grad():
+        program = torch.export.export(model, (x,), strict=strict)
+        want = model(x)
+    code = str(program.graph_module.code)
+    assert "kernforge.lltm_sequence_forward" in code and "inference" not in code, code
+    got = program.module()(x)
+    for g, w in zip((got[0], *got[1]), (want[0], *want[1]), strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
 class _Tagger(torch.nn.Module):
     def __init__(self):
         super().__init__()

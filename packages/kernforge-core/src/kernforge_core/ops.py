@@ -39,7 +39,16 @@ def _compiled_inference(grad: bool) -> bool:
     input's requires_grad, so the graph may hold the inference ops, as eager
     runs them (one call for all the layers of a generated token, nothing
     kept for a backward); it compiles again when a gradient can flow."""
-    return not grad and torch.compiler.is_dynamo_compiling() and not torch.compiler.is_exporting()
+    return not grad and torch.compiler.is_dynamo_compiling() and not _exporting()
+
+
+def _exporting() -> bool:
+    """``torch.export`` (strict or not) is tracing. The flag that
+    ``torch.compiler.is_exporting()`` returns: torch 2.11's dynamo folds
+    that call to True under ``torch.compile`` too (2.13's reads the flag).
+    Without the flag (a torch that moved it): taken as exporting, so the
+    graph keeps the forward op, which is always correct."""
+    return getattr(torch.compiler, "_is_exporting_flag", True)
 
 
 def _needs_autograd(op: str, **tensors: Tensor) -> bool:
