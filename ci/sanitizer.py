@@ -33,11 +33,11 @@ TOOLS = {
 # The tests: those marked `sanitize` (every op, forward and backward, on each
 # path, at small sizes; the legacy ffi path).
 # -v: a line for each test as it ends, so that a run stopped before its end
-# (a GPU host's time limit) still says which tests ran, and with the times
-# style how long each took; --durations: where a finished tool's time went,
-# to split it across GPUs.
+# (a GPU host's time limit) still says which tests ran, and ci/pytest_times.py
+# how long each took; --durations: where a finished tool's time went, to
+# split it across GPUs.
 PYTEST = [
-    "python", "-m", "pytest", "tests", "-v", "-o", "console_output_style=times", "--durations=25",
+    "python", "-m", "pytest", "tests", "-v", "-p", "ci.pytest_times", "--durations=25",
     "-p", "no:cacheprovider",
 ]  # fmt: skip
 MARKS = "cuda and sanitize"
@@ -269,21 +269,16 @@ def verdict(tool: str, log: str) -> tuple[bool, str]:
     return clean and tests_ok, f"{tool}: {said} | {result}"
 
 
-# A test's time in pytest's times style: 350.1us, 12.36ms, 9.124s, 2m 41s, 1h 5m.
-DURATION = r"(?:[\d.]+(?:us|ms|s)|\d+m \d+s|\d+h \d+m)"
-
-
 def tests_reported(log: str, outcome: str = "PASSED") -> list[str]:
     """The node ids that a tool's log (pytest -v) reports as passed (or
     another outcome: "FAILED"), in the order they finished: `[gw0] [ 33%]
-    PASSED ID` under pytest-xdist (`[gw0] 2m 41s PASSED ID` in the times
-    style), `ID PASSED [ 33%]` without it. Ids may
+    PASSED ID` under pytest-xdist, `ID PASSED [ 33%]` without it. Ids may
     hold spaces ("(3, 8, 4, 256)"). A sanitizer's line that a worker's
     output ran into is cut off ("PASSED ID =========  Host Frame: ...")."""
     ids = []
     for line in log.splitlines():
         line = PREFIX.split(line, maxsplit=1)[0]
-        xdist = re.match(rf"\[gw\d+\] (?:\[ *\d+%\]|{DURATION}) {outcome} (\S.*?)\s*$", line)
+        xdist = re.match(rf"\[gw\d+\] \[ *\d+%\] {outcome} (\S.*?)\s*$", line)
         plain = re.match(rf"(\S+::.+?) {outcome}\b", line)
         if xdist or plain:
             ids.append((xdist or plain).group(1))

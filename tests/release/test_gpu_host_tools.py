@@ -376,37 +376,44 @@ def test_a_stopped_run_resumes_with_what_it_did_not_finish(tmp_path):
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["plain", "xdist"])
-def test_the_passed_ids_are_read_from_pytest_s_own_lines_with_their_times(tmp_path, workers):
-    """The sanitize session's pytest prints each test's time as it ends
-    (`console_output_style=times`, so that a stopped run's log says how long
-    its tests took); tests_reported reads pytest's own lines in that style,
-    with and without xdist, ids with spaces included, and the minutes'
-    form of a long test's time."""
+def test_each_test_s_line_and_its_own_time(tmp_path, workers):
+    """The sanitize session's pytest prints each test's line as it ends,
+    which tests_reported reads (with and without xdist, ids with spaces),
+    and ci/pytest_times.py a line of its time: its own, also where xdist's
+    workers end tests side by side (pytest's times style summed the
+    reports of several tests there, and printed most as microseconds)."""
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_m.py").write_text(
+        "import time\n"
         "import pytest\n"
         "@pytest.mark.parametrize('size', [(3, 8, 4, 256), (5, 33, 7, 300)], ids=str)\n"
-        "def test_layout(size):\n    assert size[0] == 3\n"
-        "def test_other():\n    pass\n"
+        "def test_layout(size):\n    time.sleep(0.6)\n    assert size[0] == 3\n"
+        "def test_other():\n    time.sleep(0.3)\n"
+        "def test_quick():\n    pass\n"
     )
     flags = sanitizer.PYTEST[sanitizer.PYTEST.index("-v") :]
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "test_m.py", *flags, *workers],
         cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},  # ci.pytest_times
         capture_output=True,
         text=True,
     )
     assert run.returncode == 1, run.stdout + run.stderr
-    if workers:
-        timed = r"^\[gw\d\] [\d.]+(us|ms|s) PASSED test_m.py::test_other"
-        assert re.search(timed, run.stdout, re.M), run.stdout
     assert sorted(sanitizer.tests_reported(run.stdout)) == [
         "test_m.py::test_layout[(3, 8, 4, 256)]",
         "test_m.py::test_other",
+        "test_m.py::test_quick",
     ]
     assert sanitizer.tests_reported(run.stdout, "FAILED") == ["test_m.py::test_layout[(5, 33, 7, 300)]"]
-    long = "[gw3] 2m 41s PASSED tests/s.py::test_layout[cuda-(5, 33, 7, 300)-float16] \n"
-    assert sanitizer.tests_reported(START + long) == ["tests/s.py::test_layout[cuda-(5, 33, 7, 300)-float16]"]
+    times = {m[2]: float(m[1]) for m in re.finditer(r"^\[time\] ([\d.]+) s (.+)$", run.stdout, re.M)}
+    assert sorted(times) == sorted(
+        [*sanitizer.tests_reported(run.stdout), "test_m.py::test_layout[(5, 33, 7, 300)]"]
+    )
+    assert times["test_m.py::test_quick"] < 0.25, times
+    assert 0.3 <= times["test_m.py::test_other"] < 0.6, times
+    for size in ("(3, 8, 4, 256)", "(5, 33, 7, 300)"):
+        assert 0.6 <= times[f"test_m.py::test_layout[{size}]"] < 0.9, times
 
 
 def test_a_stopped_run_that_passed_nothing_resumes_with_everything(tmp_path):
