@@ -872,9 +872,10 @@ def test_compiled_packed_batches_of_new_lengths_compile_no_more(device, api):
 
     # torch 2.11's dynamo, resuming after a graph break inside a module's
     # call, traces pad_packed_sequence with a fake batch_sizes and fails
-    # (any module that breaks there, nn.LSTM wrapped in a disabled forward
-    # too); 2.13's breaks the graph at it. docs/ops.md gives users the same
-    # way round.
+    # where the compiled function holds the module in a closure, as here
+    # (any module that breaks there, nn.LSTM in a disabled forward too);
+    # 2.13's breaks the graph at it. docs/ops.md gives users the same way
+    # round.
     old_dynamo = tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 13)
     pad = torch.compiler.disable(pad_packed_sequence) if old_dynamo else pad_packed_sequence
 
