@@ -471,10 +471,11 @@ def bench(session: nox.Session) -> None:
     table of speedups and writes the report (benchmarks/report.py: markdown
     and PNG plots, named after the device) beside the run's JSON in
     bench-results/. Fails when a case's fastest round is >10% slower than in
-    benchmarks/baselines/<device>.json (when that file exists): the minimum,
-    not the median, because a burst of interference on a shared host moves
-    a median by 30% without any change in the code, and a real regression
-    moves every round.
+    benchmarks/baselines/<device>.json (when that file exists), in the run
+    and again when the cases past it are measured by themselves after it (JSON
+    <device>-again.json): the minimum, not the median, because a burst of
+    interference on a shared host moves a median by 30% without any change
+    in the code, and a real regression moves every round.
     `-- --save-baseline` writes that file from this run; `-- --widen-baseline`
     widens it by this run, a run of the same kernels on another host of that
     GPU (each row the slower of the two); `-- --publish` copies
@@ -504,25 +505,46 @@ def bench(session: nox.Session) -> None:
     results.mkdir(exist_ok=True)
     out_json = results / f"{device}.json"
     baseline = ROOT / "benchmarks" / "baselines" / f"{device}.json"
-    compare = []
-    if baseline.exists() and not (save_baseline or widen_baseline):
-        compare = [f"--benchmark-compare={baseline}", "--benchmark-compare-fail=min:10%"]
-    else:
+    gate = baseline.exists() and not (save_baseline or widen_baseline)
+    if not gate:
         session.log(f"no baseline for {device} ({baseline.relative_to(ROOT)}): nothing to compare against")
     session.env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH")])
     )
+    timing = [
+        "-p", "no:cacheprovider", "--benchmark-only", "--benchmark-timer=cuda_timer.synchronized_clock",
+        "--benchmark-disable-gc",  # as timeit does: no collector pauses inside a timed round
+        "--benchmark-columns=median,iqr,rounds,iterations", "--benchmark-sort=fullname",
+    ]  # fmt: skip
     session.log(f"bench: timing on {device}; each benchmark is listed as it finishes")
     session.run(
-        "python", "-m", "pytest", "benchmarks", "-v", "-p", "no:cacheprovider", "--benchmark-only",
-        "--benchmark-timer=cuda_timer.synchronized_clock",
-        "--benchmark-disable-gc",  # as timeit does: no collector pauses inside a timed round
-        f"--benchmark-json={out_json}",
-        "--benchmark-columns=median,iqr,rounds,iterations",
-        "--benchmark-sort=fullname",
-        *compare,
-        *posargs,
+        "python", "-m", "pytest", "benchmarks", "-v", *timing, f"--benchmark-json={out_json}",
+        *([f"--benchmark-compare={baseline}"] if gate else []), *posargs,
     )  # fmt: skip
+    if gate:
+        # The rows past the gate are measured again by themselves, and fail
+        # the session only if they are past it again: in one H100 run a slow
+        # spell of the machine put two rows 11% and 21% past (cuDNN's rows
+        # measured next to them 52% to 62% slower than their published
+        # figures); measured again they were within it
+        # (benchmarks/PERFORMANCE.md). A regression in the code shows in
+        # every round, by itself too.
+        def past_gate(run: Path) -> list[str]:
+            report = ROOT / "benchmarks" / "report.py"
+            out = session.run("python", str(report), str(run), "--regressed", str(baseline), silent=True)
+            return [line for line in out.splitlines() if line]
+
+        slow = past_gate(out_json)
+        if slow:
+            session.log(f"bench: past the gate ({baseline.relative_to(ROOT)}): {len(slow)}; measured again")
+            again = results / f"{device}-again.json"
+            session.run(
+                "python", "-m", "pytest", *slow, "-v", *timing, f"--benchmark-json={again}",
+                f"--benchmark-compare={baseline}",
+            )  # fmt: skip
+            still = past_gate(again)
+            if still:
+                session.error(f"bench: past the gate again, measured by themselves: {', '.join(still)}")
     session.log(f"bench: the table, the targets and the report ({results.relative_to(ROOT)}/{device}.md)")
     report = ["python", str(ROOT / "benchmarks" / "report.py"), str(out_json), "--out", str(results)]
     if save_baseline or widen_baseline:

@@ -23,6 +23,10 @@ import re
 import sys
 from pathlib import Path
 
+# The regression gate: a row's fastest round may be this much slower than
+# the baseline's (nox -s bench).
+GATE = 0.10
+
 # case, (case, size) or (case, dtype) -> checks; each check: (description, fn(row) -> bool)
 CUDA_TARGETS = {
     "mul": [
@@ -514,10 +518,29 @@ def widen(old: list[dict], new: list[dict]) -> list[dict]:
     return sorted(slower.values(), key=lambda b: b["fullname"])
 
 
+def regressed(run: list[dict], baseline: list[dict], limit: float = GATE) -> list[str]:
+    """The rows of `run` (pytest-benchmark's, by fullname) whose fastest
+    round is more than `limit` slower than the same row's in `baseline`:
+    the rule of `--benchmark-compare-fail=min:10%`. Rows the baseline
+    lacks are not gated."""
+    base = {b["fullname"]: b["stats"]["min"] for b in baseline}
+    return [
+        b["fullname"]
+        for b in run
+        if b["fullname"] in base and b["stats"]["min"] > (1 + limit) * base[b["fullname"]]
+    ]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results", nargs="?")
     p.add_argument("--device-slug", action="store_true", help="print the device's slug and exit")
+    p.add_argument(
+        "--regressed",
+        metavar="BASELINE",
+        help="print the rows of RESULTS more than 10%% slower than BASELINE's (fastest rounds), "
+        "a line each, and exit",
+    )
     p.add_argument("--out", type=Path, help="write the report (markdown and PNG plots) into this folder")
     p.add_argument(
         "--baseline-out", help="write the kernforge rows of RESULTS here (the regression baseline)"
@@ -533,6 +556,13 @@ def main() -> int:
         print(device_slug())
         return 0
     data = json.loads(Path(args.results).read_text())
+    if args.regressed:
+        print(
+            "\n".join(
+                regressed(data["benchmarks"], json.loads(Path(args.regressed).read_text())["benchmarks"])
+            )
+        )
+        return 0
     print(table(data))
     print()
     print("targets:")

@@ -6,6 +6,7 @@ hosts' runs (benchmarks/report.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -559,3 +560,21 @@ def test_widened_baseline_keeps_each_row_from_the_slower_host():
     new = [_bench("a", 1.2, 1.3), _bench("b", 1.9, 2.0), _bench("added", 4.0, 4.1)]
     widened = {b["fullname"]: b["stats"]["min"] for b in report.widen(old, new)}
     assert widened == {"a": 1.2, "added": 4.0, "b": 2.0, "gone": 3.0}
+
+
+def test_the_gate_takes_the_rows_whose_fastest_round_is_past_ten_percent(tmp_path):
+    # nox -s bench measures these again by themselves; a row the baseline
+    # lacks is not gated, and the medians do not count.
+    baseline = [_bench("a", 1.0, 1.0), _bench("b", 2.0, 2.0), _bench("c", 3.0, 3.0)]
+    run = [_bench("a", 1.11, 1.12), _bench("b", 2.19, 9.0), _bench("c", 2.0, 2.0), _bench("new", 9.0, 9.0)]
+    assert report.regressed(run, baseline) == ["a"]
+    assert report.regressed(run, baseline, limit=0.05) == ["a", "b"]
+    files = []
+    for name, rows in (("run", run), ("baseline", baseline)):
+        files.append(tmp_path / f"{name}.json")
+        files[-1].write_text(json.dumps({"benchmarks": rows}))
+    command = [sys.executable, str(Path(report.__file__)), str(files[0]), "--regressed", str(files[1])]
+    printed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert printed.splitlines() == ["a"]
+    files[0].write_text(json.dumps({"benchmarks": run[1:]}))
+    assert subprocess.run(command, capture_output=True, text=True, check=True).stdout.split() == []
