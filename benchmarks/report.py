@@ -538,8 +538,8 @@ def main() -> int:
     p.add_argument(
         "--regressed",
         metavar="BASELINE",
-        help="print the rows of RESULTS more than 10%% slower than BASELINE's (fastest rounds), "
-        "a line each, and exit",
+        help=f"print the rows of RESULTS more than {round(GATE * 100)}%% slower than BASELINE's "
+        "(fastest rounds), a line each, and exit",
     )
     p.add_argument("--out", type=Path, help="write the report (markdown and PNG plots) into this folder")
     p.add_argument(

@@ -10,20 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-_spent: dict[str, float] = {}
-
-
-def format_line(nodeid: str, seconds: float) -> str:
-    return f"[time] {seconds:.2f} s {nodeid}"
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    _spent[report.nodeid] = _spent.get(report.nodeid, 0.0) + report.duration
-    if report.when == "teardown":
-        _write(format_line(report.nodeid, _spent.pop(report.nodeid)))
-
-
-_terminal = None
+_spent: dict[str, float] = {}  # a test's phases so far
+_terminal = None  # the controller's terminal reporter; None in an xdist worker
 
 
 @pytest.hookimpl(trylast=True)
@@ -33,7 +21,10 @@ def pytest_configure(config: pytest.Config) -> None:
         _terminal = config.pluginmanager.get_plugin("terminalreporter")
 
 
-def _write(line: str) -> None:
-    if _terminal is not None:
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if _terminal is None:
+        return
+    _spent[report.nodeid] = _spent.get(report.nodeid, 0.0) + report.duration
+    if report.when == "teardown":
         _terminal.ensure_newline()
-        _terminal.write_line(line, flush=True)
+        _terminal.write_line(f"[time] {_spent.pop(report.nodeid):.2f} s {report.nodeid}", flush=True)
