@@ -67,8 +67,18 @@ fi
 bench_rc=0
 if [ "${BENCH:-1}" != 0 ]; then
   eval "bench_args=(${BENCH_ARGS:-})"
-  python3 -m nox -s bench -- "${bench_args[@]}" 2>&1 | tee "$LOGDIR/bench.log"
+  # the SM clock, temperature and power once a second while the benchmarks
+  # run, to tell a slow spell of the machine from a change in the code
+  reasons=clocks_event_reasons.active
+  nvidia-smi --query-gpu=$reasons --format=csv >/dev/null 2>&1 || reasons=clocks_throttle_reasons.active
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,temperature.gpu,power.draw,utilization.gpu,$reasons \
+    --format=csv -l 1 > "$LOGDIR/gpu-clocks.csv" 2>&1 &
+  monitor=$!
+  # bench-times.log: the log with each line's time, to match a row with the clocks
+  python3 -m nox -s bench -- "${bench_args[@]}" 2>&1 | tee "$LOGDIR/bench.log" |
+    while IFS= read -r line; do printf '%(%H:%M:%S)T %s\n' -1 "$line"; done > "$LOGDIR/bench-times.log"
   bench_rc=${PIPESTATUS[0]}
+  kill "$monitor" 2>/dev/null
   # the run's JSON and report (markdown, plots), and what --publish / --save-baseline wrote
   mkdir -p "$LOGDIR/bench-results" "$LOGDIR/published"
   cp bench-results/* "$LOGDIR/bench-results/" 2>/dev/null
